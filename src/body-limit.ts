@@ -1,0 +1,46 @@
+// Reads request bodies with a size limit (CONTRACT §8: over 1 MB → 413) and
+// parses JSON itself, so oversized or chunked bodies are refused before they
+// are buffered whole and a malformed body gets the §3 error.
+import { Elysia } from 'elysia'
+import { AppError, payloadTooLarge } from './errors.ts'
+
+export const MAX_BODY_BYTES = 1024 * 1024
+
+const tooLarge = () => payloadTooLarge('The request body is larger than 1 MB.')
+
+/** The body as text, refusing it as soon as it passes maxBytes. */
+export async function readLimitedText(request: Request, maxBytes = MAX_BODY_BYTES): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? 0)
+  if (declared > maxBytes) throw tooLarge()
+  if (!request.body) return ''
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel()
+      throw tooLarge()
+    }
+    chunks.push(value)
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
+}
+
+export const bodyLimit = new Elysia({ name: 'body-limit' }).onParse(
+  { as: 'global' },
+  async ({ request, contentType }) => {
+    const text = await readLimitedText(request)
+    if (!contentType || contentType.startsWith('application/json')) {
+      if (text.trim() === '') return null
+      try {
+        return JSON.parse(text)
+      } catch {
+        throw new AppError(422, 'invalid_json', 'The request body is not valid JSON.')
+      }
+    }
+    return text
+  },
+)

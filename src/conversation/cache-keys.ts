@@ -1,0 +1,10 @@
+// The conversation API's cache keys and expiries (CONTRACT §4.5-§4.7).
+
+export const HISTORY_TTL_SECONDS = 600
+export const LIST_TTL_SECONDS = 600
+export const CONTEXT_TTL_SECONDS = 86_400
+export const CONTEXT_LENGTH = 20
+
+export const historyKey = (conversationId: string) => `conv:${conversationId}:history`
+export const listKey = (userId: string) => `user:${userId}:conversation_list`
+export const contextKey = (conversationId: string) => `chat:${conversationId}:context`

@@ -1,0 +1,77 @@
+// The message shapes that travel in the v1 stream and in the context list, and
+// the pure helpers that build them.
+
+export interface TextContent {
+  content_type: 'text'
+  parts: string[]
+}
+
+/** A message as the stream shows it (CONTRACT §4.2); key order is the wire order. */
+export interface StreamMessage {
+  id: string
+  author: { role: 'user' | 'assistant' }
+  create_time: number
+  update_time?: number
+  content: TextContent
+  status: string
+  end_turn: boolean | null
+  metadata: Record<string, unknown>
+}
+
+/** A message as stored and as kept in the context list. */
+export interface StoredMessage {
+  id: string
+  role: 'user' | 'assistant'
+  content: TextContent
+  /** Unix seconds with a fraction. */
+  createTime: number
+}
+
+/** Unix seconds with a sub-millisecond fraction, as `create_time` wants. */
+export function unixSeconds(): number {
+  const seconds = (performance.timeOrigin + performance.now()) / 1000
+  // A whole number would serialize without a fraction; clients parse it as a float.
+  return Number.isInteger(seconds) ? seconds + 0.000001 : seconds
+}
+
+/** The text of a message: its parts joined by newlines. */
+export function textOf(content: TextContent): string {
+  return content.parts.join('\n')
+}
+
+export function userStreamMessage(message: StoredMessage): StreamMessage {
+  return {
+    id: message.id,
+    author: { role: 'user' },
+    create_time: message.createTime,
+    content: message.content,
+    status: 'finished_successfully',
+    end_turn: null,
+    metadata: {},
+  }
+}
+
+export function assistantStartMessage(
+  id: string,
+  createTime: number,
+  modelSlug: string,
+  parentId: string,
+): StreamMessage {
+  return {
+    id,
+    author: { role: 'assistant' },
+    create_time: createTime,
+    update_time: createTime,
+    content: { content_type: 'text', parts: [''] },
+    status: 'in_progress',
+    end_turn: null,
+    metadata: { model_slug: modelSlug, parent_id: parentId },
+  }
+}
+
+/** A conversation title from its first message: one line, at most 80 characters. */
+export function titleFrom(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim()
+  const chars = Array.from(line)
+  return chars.length <= 80 ? line : `${chars.slice(0, 79).join('').trimEnd()}…`
+}

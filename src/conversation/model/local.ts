@@ -1,0 +1,100 @@
+// The built-in model: a deterministic, network-free reply computed from the
+// context, streamed word by word. It lets the service run and be tested with no
+// model server, and makes every stream reproducible.
+import {
+  type ContextMessage,
+  ModelError,
+  type ModelProvider,
+  type ModelRequest,
+} from './provider.ts'
+
+/** The longest excerpt of the user's text echoed back, in words: keeps replies short. */
+const ECHO_WORDS = 40
+
+const CLOSINGS = [
+  'Tell me more.',
+  'What would you like to do next?',
+  'I am only a local echo, but I am listening.',
+  'Shall we keep going?',
+  'That is worth thinking about.',
+]
+
+/** FNV-1a over the whole context, so the closing depends on everything said so far. */
+function fingerprint(messages: ContextMessage[]): number {
+  let hash = 0x811c9dc5
+  for (const message of messages) {
+    const text = `${message.role}\u0000${message.content}\u0001`
+    for (let i = 0; i < text.length; i++) {
+      hash ^= text.charCodeAt(i)
+      hash = Math.imul(hash, 0x01000193) >>> 0
+    }
+  }
+  return hash
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`
+}
+
+/** The whole reply for a context: a pure function, exported for tests. */
+export function localReply(messages: ContextMessage[]): string {
+  const userMessages = messages.filter((message) => message.role === 'user')
+  const last = userMessages.at(-1)
+  const closing = CLOSINGS[fingerprint(messages) % CLOSINGS.length] ?? ''
+  if (last === undefined) return `Hello! I am the local echo model. ${closing}`
+  // Whitespace is collapsed so the echo reads as one line and splits into clean words.
+  const words = last.content.split(/\s+/).filter((word) => word !== '')
+  if (words.length === 0) return `You sent an empty message. ${closing}`
+  const excerpt = words.slice(0, ECHO_WORDS).join(' ') + (words.length > ECHO_WORDS ? ' …' : '')
+  return (
+    `You said: "${excerpt}". That is ${plural(words.length, 'word')}, ` +
+    `and message ${messages.length} of our conversation ` +
+    `(${plural(userMessages.length, 'message')} from you). ${closing}`
+  )
+}
+
+/**
+ * Splits text into word-sized chunks (a word plus the whitespace after it), so
+ * the chunks concatenated equal the text exactly. Leading whitespace joins the
+ * first chunk; chunks are never empty.
+ */
+export function splitIntoChunks(text: string): string[] {
+  const chunks = text.match(/\S+\s*/g) ?? []
+  const leading = /^\s*/.exec(text)?.[0] ?? ''
+  if (chunks.length === 0) return text === '' ? [] : [text]
+  if (leading !== '') chunks[0] = leading + chunks[0]
+  return chunks
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts (the caller then checks it). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
+
+/**
+ * The deterministic local model. Waits `chunkDelayMs` between chunks (no timer
+ * at all when 0, so tests run at full speed). An aborted `request.signal` stops
+ * the stream with a ModelError, since a cut-off reply is not a finished one.
+ */
+export function createLocalModel(options: { slug: string; chunkDelayMs: number }): ModelProvider {
+  return {
+    slug: options.slug,
+    async *stream(request: ModelRequest): AsyncGenerator<string> {
+      const { signal } = request
+      const chunks = splitIntoChunks(localReply(request.messages))
+      for (const [index, chunk] of chunks.entries()) {
+        if (index > 0 && options.chunkDelayMs > 0) await pause(options.chunkDelayMs, signal)
+        if (signal?.aborted) throw new ModelError('The reply was cancelled.')
+        yield chunk
+      }
+    },
+  }
+}

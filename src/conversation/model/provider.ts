@@ -1,0 +1,34 @@
+// The ModelProvider port: given the conversation context, stream the reply as
+// text chunks. Adapters: local.ts (deterministic, no network), openai.ts.
+
+/** One message of the context handed to a model. */
+export interface ContextMessage {
+  role: 'user' | 'assistant'
+  content: string
+}
+
+export interface ModelRequest {
+  /** Oldest first; at most the last 20 messages of the conversation. */
+  messages: ContextMessage[]
+  temperature?: number
+  /** Aborted when the turn is cancelled (shutdown); the stream must stop. */
+  signal?: AbortSignal
+}
+
+export interface ModelProvider {
+  /** Reported as `metadata.model_slug`. */
+  readonly slug: string
+  /**
+   * Streams the reply as non-empty text chunks, in order. Throws ModelError on
+   * an upstream failure or when no chunk arrives within the timeout.
+   */
+  stream(request: ModelRequest): AsyncIterable<string>
+}
+
+/** A model failure; `detail` is safe to show to the user (no secrets, no URLs with keys). */
+export class ModelError extends Error {
+  constructor(readonly detail: string) {
+    super(detail)
+    this.name = 'ModelError'
+  }
+}

@@ -1,0 +1,168 @@
+// SQL for users, conversations and messages. Plain parameterized SQL that runs
+// unchanged on postgres.js and PGlite.
+import { conflict, notFound } from '../errors.ts'
+import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../storage/db.ts'
+import type { StoredMessage, TextContent } from './messages.ts'
+
+export interface ConversationRow {
+  id: string
+  title: string
+  createdAt: Date
+  updatedAt: Date
+  /** Content of the newest message; undefined for a conversation without messages. */
+  lastContent: TextContent | undefined
+}
+
+export interface HistoryRow {
+  id: string
+  role: string
+  content: TextContent
+  createdAt: Date
+}
+
+const missing = () => notFound('Conversation not found.')
+
+const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
+
+export async function ensureUser(tx: Queryable, userId: string): Promise<void> {
+  await tx.query('INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [userId])
+}
+
+export async function createConversation(
+  tx: Queryable,
+  id: string,
+  userId: string,
+  title: string,
+  at: Date,
+): Promise<void> {
+  await tx.query(
+    'INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)',
+    [id, userId, title, at],
+  )
+}
+
+/**
+ * Locks the user's conversation for this transaction; a missing conversation
+ * and someone else's answer the same 404.
+ */
+export async function lockOwnConversation(tx: Queryable, id: string, userId: string): Promise<void> {
+  const rows = await tx.query<{ user_id: string }>(
+    'SELECT user_id FROM conversations WHERE id = $1 FOR UPDATE',
+    [id],
+  )
+  if (rows[0]?.user_id !== userId) throw missing()
+}
+
+/** Stores messages in order and bumps the conversation; a repeated id is a 409. */
+export async function insertMessages(
+  tx: Queryable,
+  conversationId: string,
+  messages: readonly StoredMessage[],
+  status: string,
+): Promise<void> {
+  for (const message of messages) {
+    try {
+      await tx.query(
+        `INSERT INTO messages (id, conversation_id, role, content, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5, $6, $6)`,
+        [
+          message.id,
+          conversationId,
+          message.role,
+          JSON.stringify(message.content),
+          status,
+          toDate(message.createTime),
+        ],
+      )
+    } catch (error) {
+      if (sqlState(error) === UNIQUE_VIOLATION)
+        throw conflict(`A message with id "${message.id}" is already in this conversation.`)
+      throw error
+    }
+  }
+  const last = messages.at(-1)
+  if (last)
+    await tx.query('UPDATE conversations SET updated_at = $2 WHERE id = $1', [
+      conversationId,
+      toDate(last.createTime),
+    ])
+}
+
+/** Every conversation of the user with its newest message, newest update first. */
+export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
+  const rows = await db.query<{
+    id: string
+    title: string
+    created_at: Date
+    updated_at: Date
+    last_content: TextContent | null
+  }>(
+    `SELECT c.id, c.title, c.created_at, c.updated_at, last.content AS last_content
+       FROM conversations c
+       LEFT JOIN LATERAL (
+         SELECT m.content FROM messages m
+          WHERE m.conversation_id = c.id
+          ORDER BY m.seq DESC LIMIT 1
+       ) last ON true
+      WHERE c.user_id = $1
+      ORDER BY c.updated_at DESC, c.id`,
+    [userId],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lastContent: row.last_content ?? undefined,
+  }))
+}
+
+/**
+ * The conversation's messages in creation order; empty when it is missing or
+ * not the user's (a conversation is created together with its first message).
+ */
+export async function readHistory(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+): Promise<HistoryRow[]> {
+  const rows = await db.query<{ id: string; role: string; content: TextContent; created_at: Date }>(
+    `SELECT m.id, m.role, m.content, m.created_at
+       FROM messages m JOIN conversations c ON c.id = m.conversation_id
+      WHERE m.conversation_id = $1 AND c.user_id = $2
+      ORDER BY m.seq`,
+    [conversationId, userId],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    role: row.role,
+    content: row.content,
+    createdAt: row.created_at,
+  }))
+}
+
+/** The newest `limit` messages, oldest first: the context when the cache lost it. */
+export async function recentMessages(
+  db: Queryable,
+  conversationId: string,
+  limit: number,
+): Promise<StoredMessage[]> {
+  const rows = await db.query<{
+    id: string
+    role: 'user' | 'assistant'
+    content: TextContent
+    created_at: Date
+  }>(
+    `SELECT id, role, content, created_at FROM (
+       SELECT seq, id, role, content, created_at FROM messages
+        WHERE conversation_id = $1 ORDER BY seq DESC LIMIT $2
+     ) recent ORDER BY seq`,
+    [conversationId, limit],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    role: row.role,
+    content: row.content,
+    createTime: row.created_at.getTime() / 1000,
+  }))
+}

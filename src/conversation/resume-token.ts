@@ -1,0 +1,44 @@
+// Resume tokens (CONTRACT §4.2, §4.4): HS256 JWTs naming the user, the
+// conversation and the assistant message of one turn, valid for 2 hours.
+import { jwtVerify, SignJWT } from 'jose'
+import { unauthorized } from '../errors.ts'
+
+export interface ResumeClaims {
+  userId: string
+  conversationId: string
+  messageId: string
+}
+
+export interface ResumeTokens {
+  sign(claims: ResumeClaims): Promise<string>
+  /** The claims of a valid token; 401 for a bad, expired or wrongly signed one. */
+  verify(token: string): Promise<ResumeClaims>
+}
+
+export function createResumeTokens(secret: string): ResumeTokens {
+  const key = new TextEncoder().encode(secret)
+  return {
+    sign: (claims) =>
+      new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(claims.userId)
+        .setIssuedAt()
+        .setExpirationTime('2h')
+        .sign(key),
+    async verify(token) {
+      try {
+        const { payload } = await jwtVerify(token, key, { algorithms: ['HS256'] })
+        const { sub, conversation_id, message_id } = payload
+        if (
+          typeof sub === 'string' &&
+          typeof conversation_id === 'string' &&
+          typeof message_id === 'string'
+        )
+          return { userId: sub, conversationId: conversation_id, messageId: message_id }
+      } catch {
+        // Fall through: every failure is the same 401 to the client.
+      }
+      throw unauthorized('The resume token is not valid or has expired.')
+    },
+  }
+}

@@ -1,0 +1,128 @@
+// The conversation API (/backend-api) as an Elysia plugin: validates requests,
+// resolves the user, and hands the work to the conversation service.
+import { Elysia } from 'elysia'
+import type { Authenticator } from '../auth.ts'
+import { payloadTooLarge, unauthorized, validationFailed } from '../errors.ts'
+import { parseListQuery } from './list-query.ts'
+import {
+  ConversationDetail,
+  ConversationList,
+  errorResponseDocs,
+  errorResponses,
+  eventStreamResponse,
+  ListQuery,
+  MAX_TEXT_CHARS,
+  ResumeBody,
+  SendBody,
+} from './schemas.ts'
+import type { ConversationService } from './service.ts'
+import { sseResponse } from './sse-response.ts'
+
+export interface ConversationRoutesDeps {
+  conversations: ConversationService
+  auth: Authenticator
+  keepaliveMs: number
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const json = (body: string) =>
+  new Response(body, { headers: { 'content-type': 'application/json' } })
+
+/** Rules the schema cannot say: text limits and messages that say nothing. */
+function checkMessages(messages: SendBody['messages']): void {
+  let total = 0
+  messages.forEach((message, index) => {
+    const parts = message.content.parts
+    if (parts.every((part) => part.trim() === ''))
+      throw validationFailed(`The field "messages[${index}].content.parts" must contain some text.`)
+    for (const part of parts) total += part.length
+  })
+  if (total > MAX_TEXT_CHARS)
+    throw payloadTooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
+}
+
+/** The reader's identity for GET routes: X-User-Id, else the user_id query parameter. */
+const claimedReader = (request: Request, queryUserId: string | undefined) =>
+  request.headers.get('x-user-id') ?? queryUserId
+
+export function conversationRoutes({ conversations, auth, keepaliveMs }: ConversationRoutesDeps) {
+  return new Elysia({ name: 'conversation-api', prefix: '/backend-api' })
+    .post(
+      '/f/conversation',
+      async ({ body, request }) => {
+        const userId = await auth.userOf(request, body.user_id)
+        checkMessages(body.messages)
+        const stream = await conversations.send({
+          userId,
+          conversationId: body.conversation_id?.toLowerCase() ?? undefined,
+          messages: body.messages.map((message) => ({
+            id: message.id,
+            parts: message.content.parts,
+          })),
+          temperature: body.metadata?.temperature,
+        })
+        return sseResponse(stream, keepaliveMs)
+      },
+      {
+        body: SendBody,
+        detail: {
+          tags: ['conversation'],
+          summary: 'Send messages and stream the reply',
+          responses: {
+            200: eventStreamResponse,
+            ...errorResponseDocs(401, 403, 404, 409, 413, 422, 429),
+          },
+        },
+      },
+    )
+    .post(
+      '/f/conversation/resume',
+      async ({ body, request }) => {
+        const token = request.headers.get('x-conduit-token')
+        if (!token) throw unauthorized('The x-conduit-token header is required.')
+        const userId = await auth.optionalUserOf(request, request.headers.get('x-user-id') ?? undefined)
+        const stream = await conversations.resume({
+          token,
+          conversationId: body.conversation_id.toLowerCase(),
+          offset: body.offset ?? 0,
+          userId,
+        })
+        return sseResponse(stream, keepaliveMs)
+      },
+      {
+        body: ResumeBody,
+        detail: {
+          tags: ['conversation'],
+          summary: 'Resume a reply stream from an item offset',
+          responses: { 200: eventStreamResponse, ...errorResponseDocs(401, 404, 422) },
+        },
+      },
+    )
+    .get(
+      '/conversations',
+      async ({ query, request }) => {
+        const page = parseListQuery(query)
+        const userId = await auth.userOf(request, claimedReader(request, query.user_id))
+        return json(await conversations.list(userId, page))
+      },
+      {
+        query: ListQuery,
+        response: { 200: ConversationList, ...errorResponses(401, 403, 422) },
+        detail: { tags: ['conversation'], summary: "List the user's conversations" },
+      },
+    )
+    .get(
+      '/conversation/:conversation_id',
+      async ({ params, query, request }) => {
+        if (!UUID.test(params.conversation_id))
+          throw validationFailed('The path parameter "conversation_id" must be a UUID.')
+        const userId = await auth.userOf(request, claimedReader(request, query.user_id))
+        return json(await conversations.detail(userId, params.conversation_id.toLowerCase()))
+      },
+      {
+        response: { 200: ConversationDetail, ...errorResponses(401, 403, 404, 422) },
+        detail: { tags: ['conversation'], summary: 'Read one conversation' },
+      },
+    )
+}

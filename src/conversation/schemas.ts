@@ -1,0 +1,90 @@
+// TypeBox schemas of the conversation API: they validate requests and describe
+// the routes in the OpenAPI document. The types are derived from them.
+import { t } from 'elysia'
+import { ErrorBody } from '../error-schema.ts'
+
+export const MAX_TEXT_CHARS = 100_000
+
+const InputMessage = t.Object({
+  id: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'Generated when absent.' })),
+  role: t.Literal('user'),
+  content: t.Object({
+    content_type: t.Literal('text'),
+    parts: t.Array(t.String(), { minItems: 1, maxItems: 32 }),
+  }),
+})
+
+export const SendBody = t.Object({
+  user_id: t.Optional(
+    t.String({ minLength: 1, maxLength: 128, description: 'Required unless JWT auth is on.' }),
+  ),
+  conversation_id: t.Optional(
+    t.Union([t.String({ format: 'uuid' }), t.Null()], {
+      description: 'Absent or null: start a new conversation.',
+    }),
+  ),
+  messages: t.Array(InputMessage, { minItems: 1, maxItems: 16 }),
+  metadata: t.Optional(
+    t.Object({ temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })) }),
+  ),
+})
+export type SendBody = typeof SendBody.static
+
+export const ResumeBody = t.Object({
+  conversation_id: t.String({ format: 'uuid' }),
+  offset: t.Optional(t.Integer({ minimum: 0, description: 'First item to send (0 = delta_encoding).' })),
+})
+
+/** Query values arrive as text; routes parse them with clear errors (see list-query.ts). */
+export const ListQuery = t.Object({
+  offset: t.Optional(t.String({ description: 'Integer ≥ 0, default 0.' })),
+  limit: t.Optional(t.String({ description: 'Integer 1–100, default 20.' })),
+  order: t.Optional(t.String({ description: '`updated` (default) or `created`, newest first.' })),
+  user_id: t.Optional(t.String({ description: 'Development mode: the caller, if no X-User-Id.' })),
+})
+
+export const ConversationList = t.Object({
+  items: t.Array(
+    t.Object({
+      id: t.String({ format: 'uuid' }),
+      title: t.String(),
+      last_message: t.String(),
+      updated_at: t.String({ format: 'date-time' }),
+    }),
+  ),
+  limit: t.Integer(),
+  offset: t.Integer(),
+  total: t.Integer(),
+})
+
+export const ConversationDetail = t.Object({
+  conversation_id: t.String({ format: 'uuid' }),
+  messages: t.Array(
+    t.Object({
+      id: t.String(),
+      role: t.String(),
+      content: t.Object({ content_type: t.String(), parts: t.Array(t.String()) }),
+      created_at: t.String({ format: 'date-time' }),
+    }),
+  ),
+})
+
+/** OpenAPI description of an SSE answer, which no schema validates. */
+export const eventStreamResponse = {
+  description:
+    'Server-Sent Events in the delta_encoding v1 format, ending with `data: [DONE]`.',
+  content: { 'text/event-stream': { schema: { type: 'string' as const } } },
+}
+
+/** Error schemas for a route's `response` option. */
+export const errorResponses = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((status) => [status, ErrorBody]))
+
+/** The same, as OpenAPI response objects, for routes whose answer no schema validates. */
+export const errorResponseDocs = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: 'Error', content: { 'application/json': { schema: ErrorBody } } },
+    ]),
+  )

@@ -1,0 +1,44 @@
+// Answers an HTTP request with a turn log read as Server-Sent Events: bytes are
+// copied as they were encoded, a `: ping` comment fills every silence of
+// keepaliveMs, and a client going away only ends this subscription.
+import { KEEPALIVE } from './encoding.ts'
+import type { TurnStream } from './service.ts'
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+} as const
+
+export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
+  const cancelled = new AbortController()
+  let keepalive: ReturnType<typeof setInterval> | undefined
+  let lastWrite = Date.now()
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const write = (bytes: Uint8Array) => {
+        lastWrite = Date.now()
+        controller.enqueue(bytes)
+      }
+      keepalive = setInterval(
+        () => {
+          if (Date.now() - lastWrite >= keepaliveMs) write(KEEPALIVE)
+        },
+        Math.max(10, Math.floor(keepaliveMs / 3)),
+      )
+      try {
+        for await (const item of stream.log.subscribe(stream.offset, cancelled.signal)) write(item)
+        if (!cancelled.signal.aborted) controller.close()
+      } catch {
+        // The client went away while we wrote; the turn goes on without it.
+      } finally {
+        clearInterval(keepalive)
+      }
+    },
+    cancel() {
+      cancelled.abort()
+      clearInterval(keepalive)
+    },
+  })
+  return new Response(body, { headers: SSE_HEADERS })
+}

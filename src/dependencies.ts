@@ -1,0 +1,89 @@
+// Builds the real clients a variant needs from the configuration: the only
+// place (with index.ts) that constructs database, cache and model clients.
+import { resolve } from 'node:path'
+import type { AppDeps } from './app.ts'
+import type { Config } from './config.ts'
+import { createLocalModel } from './conversation/model/local.ts'
+import { createOpenAiModel } from './conversation/model/openai.ts'
+import type { ModelProvider } from './conversation/model/provider.ts'
+import { createConversationService } from './conversation/service.ts'
+import type { Cache } from './storage/cache.ts'
+import { lockDataDir } from './storage/data-dir-lock.ts'
+import type { Db } from './storage/db.ts'
+import { createMemoryCache } from './storage/memory-cache.ts'
+import { migrate } from './storage/migrate.ts'
+import { createPgliteDb } from './storage/pglite.ts'
+import { createPostgresDb } from './storage/postgres.ts'
+import { createRedisCache } from './storage/redis-cache.ts'
+
+export interface Dependencies extends AppDeps {
+  /** Closes everything opened here, in reverse order. */
+  close(): Promise<void>
+}
+
+/** The database of DATABASE_URL: real Postgres, in-memory PGlite, or PGlite in DATA_DIR (locked). */
+export async function openDb(config: Config, onClose: (fn: () => Promise<void> | void) => void) {
+  if (config.databaseUrl?.startsWith('postgres')) return createPostgresDb(config.databaseUrl)
+  if (config.databaseUrl?.startsWith('memory:')) return createPgliteDb()
+  const dir = resolve(config.dataDir)
+  const release = lockDataDir(dir)
+  onClose(release)
+  return createPgliteDb(dir)
+}
+
+export function openCache(config: Config): Cache {
+  return config.redisUrl?.startsWith('redis') ? createRedisCache(config.redisUrl) : createMemoryCache()
+}
+
+export function openModel(config: Config): ModelProvider {
+  return config.modelProvider === 'openai'
+    ? createOpenAiModel({
+        slug: config.model,
+        baseUrl: config.openaiBaseUrl,
+        apiKey: config.openaiApiKey,
+        timeoutMs: config.modelTimeoutMs,
+      })
+    : createLocalModel({ slug: config.model, chunkDelayMs: config.localModelChunkDelayMs })
+}
+
+const NEEDS_DB = new Set(['full', 'dependency-check'])
+const NEEDS_CACHE = new Set(['full', 'counter', 'dependency-check'])
+
+/** Opens what config.variant needs; `full` also migrates and starts the conversation service. */
+export async function openDependencies(config: Config): Promise<Dependencies> {
+  const closers: (() => Promise<void> | void)[] = []
+  const onClose = (fn: () => Promise<void> | void) => closers.push(fn)
+  const close = async () => {
+    for (const fn of closers.reverse()) await fn()
+  }
+  try {
+    let db: Db | undefined
+    let cache: Cache | undefined
+    if (NEEDS_DB.has(config.variant)) {
+      const opened = await openDb(config, onClose)
+      onClose(() => opened.close())
+      db = opened
+    }
+    if (NEEDS_CACHE.has(config.variant)) {
+      const opened = openCache(config)
+      onClose(() => opened.close())
+      cache = opened
+    }
+    if (config.variant !== 'full' || !db || !cache) return { config, db, cache, close }
+    await migrate(db)
+    const conversations = createConversationService({
+      db,
+      cache,
+      model: openModel(config),
+      resumeTokenSecret: config.resumeTokenSecret,
+      actorIdleMs: config.actorIdleMs,
+      maxActors: config.maxActors,
+      resumeRetentionMs: config.resumeRetentionMs,
+    })
+    onClose(() => conversations.close(config.shutdownGraceMs))
+    return { config, db, cache, conversations, close }
+  } catch (error) {
+    await close().catch(() => {})
+    throw error
+  }
+}

@@ -1,0 +1,33 @@
+// The Cache port: the small set of key-value and list operations the service
+// needs. Adapters with identical semantics: redis-cache.ts (ioredis) and
+// memory-cache.ts (in-process). The cache only ever holds copies.
+
+export interface Cache {
+  /** `redis` for a real server, `memory` for the in-process cache. */
+  readonly kind: 'redis' | 'memory'
+  get(key: string): Promise<string | null>
+  /** Sets the value; with ttlSeconds the key expires after that many seconds. */
+  set(key: string, value: string, ttlSeconds?: number): Promise<void>
+  /** Sets the value only when the key is absent; true when it was set. */
+  setIfAbsent(key: string, value: string, ttlSeconds?: number): Promise<boolean>
+  /** Deletes the keys; returns how many existed. */
+  del(...keys: string[]): Promise<number>
+  /** Increments an integer value (absent = 0) and returns the new value. */
+  incr(key: string): Promise<number>
+  /** Seconds until the key expires; -1 without expiry, -2 when absent. */
+  ttl(key: string): Promise<number>
+  /**
+   * Appends values to the list at key, keeps only the last maxLength entries and
+   * sets the expiry, as one atomic step.
+   */
+  listPush(key: string, values: readonly string[], maxLength: number, ttlSeconds: number): Promise<void>
+  /** Replaces the whole list at key with values and sets the expiry, atomically. */
+  listReplace(key: string, values: readonly string[], ttlSeconds: number): Promise<void>
+  /** The whole list at key, oldest first; empty when absent. */
+  listAll(key: string): Promise<string[]>
+  /** Deletes every key this cache holds (the whole cache database). */
+  flush(): Promise<void>
+  /** Resolves when the cache answers; throws otherwise. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}

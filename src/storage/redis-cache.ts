@@ -1,0 +1,81 @@
+// Cache adapter for a real Redis server, through ioredis. Commands fail fast
+// while Redis is down (one retry), so a dead cache degrades to the database.
+import Redis from 'ioredis'
+import type { Cache } from './cache.ts'
+
+export interface RedisCacheOptions {
+  /** Prepended to every key; flush() then deletes only keys with it (tests). */
+  keyPrefix?: string
+}
+
+export function createRedisCache(url: string, options: RedisCacheOptions = {}): Cache {
+  const prefix = options.keyPrefix ?? ''
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  })
+  // Connection errors surface on the commands; without a listener ioredis logs each one.
+  redis.on('error', () => {})
+  const k = (key: string) => prefix + key
+
+  async function flushPrefixed() {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+      if (keys.length > 0) await redis.unlink(...keys)
+      cursor = next
+    } while (cursor !== '0')
+  }
+
+  return {
+    kind: 'redis',
+    get: (key) => redis.get(k(key)),
+    async set(key, value, ttlSeconds) {
+      if (ttlSeconds === undefined) await redis.set(k(key), value)
+      else await redis.set(k(key), value, 'EX', ttlSeconds)
+    },
+    async setIfAbsent(key, value, ttlSeconds) {
+      const reply =
+        ttlSeconds === undefined
+          ? await redis.set(k(key), value, 'NX')
+          : await redis.set(k(key), value, 'EX', ttlSeconds, 'NX')
+      return reply === 'OK'
+    },
+    del: (...keys) => (keys.length === 0 ? Promise.resolve(0) : redis.del(...keys.map(k))),
+    incr: (key) => redis.incr(k(key)),
+    ttl: (key) => redis.ttl(k(key)),
+    async listPush(key, values, maxLength, ttlSeconds) {
+      if (values.length === 0) return
+      await redis
+        .multi()
+        .rpush(k(key), ...values)
+        .ltrim(k(key), -maxLength, -1)
+        .expire(k(key), ttlSeconds)
+        .exec()
+        .then(throwOnFailedCommand)
+    },
+    async listReplace(key, values, ttlSeconds) {
+      const tx = redis.multi().del(k(key))
+      if (values.length > 0) tx.rpush(k(key), ...values).expire(k(key), ttlSeconds)
+      await tx.exec().then(throwOnFailedCommand)
+    },
+    listAll: (key) => redis.lrange(k(key), 0, -1),
+    async flush() {
+      if (prefix === '') await redis.flushdb()
+      else await flushPrefixed()
+    },
+    async ping() {
+      await redis.ping()
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}
+
+/** MULTI replies carry per-command errors instead of throwing them. */
+function throwOnFailedCommand(results: [Error | null, unknown][] | null) {
+  if (results === null) throw new Error('Redis transaction was aborted')
+  for (const [error] of results) if (error) throw error
+}

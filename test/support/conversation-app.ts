@@ -1,0 +1,98 @@
+// Builds the full application for conversation tests on the shared test
+// backends, with the local model at full speed, plus small HTTP helpers.
+import { createApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import type { ModelProvider } from '../../src/conversation/model/provider.ts'
+import { createConversationService } from '../../src/conversation/service.ts'
+import { openModel } from '../../src/dependencies.ts'
+import type { Cache } from '../../src/storage/cache.ts'
+import type { Db } from '../../src/storage/db.ts'
+import { testCache, testDb, uniqueName } from './backends.ts'
+
+export interface TestAppOptions {
+  env?: Record<string, string>
+  model?: ModelProvider
+  db?: Db
+  cache?: Cache
+}
+
+export async function conversationApp(options: TestAppOptions = {}) {
+  const config = loadConfig({
+    LOCAL_MODEL_CHUNK_DELAY_MS: '0',
+    RESUME_TOKEN_SECRET: 'test-resume-secret',
+    ...options.env,
+  })
+  const db = options.db ?? (await testDb())
+  const cache = options.cache ?? testCache()
+  const conversations = createConversationService({
+    db,
+    cache,
+    model: options.model ?? openModel(config),
+    resumeTokenSecret: config.resumeTokenSecret,
+    actorIdleMs: config.actorIdleMs,
+    maxActors: config.maxActors,
+    resumeRetentionMs: config.resumeRetentionMs,
+    warn: () => {},
+  })
+  const app = createApp({ config, db, cache, conversations })
+  return { app, db, cache, conversations, config }
+}
+
+export type TestApp = Awaited<ReturnType<typeof conversationApp>>
+
+export const newUser = () => uniqueName('user')
+
+export function textMessage(text: string, id?: string) {
+  return {
+    ...(id ? { id } : {}),
+    role: 'user',
+    content: { content_type: 'text', parts: [text] },
+  }
+}
+
+export function post(app: TestApp['app'], path: string, body: unknown, headers: Record<string, string> = {}) {
+  return app.handle(
+    new Request(`http://localhost${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+  )
+}
+
+export function get(app: TestApp['app'], path: string, headers: Record<string, string> = {}) {
+  return app.handle(new Request(`http://localhost${path}`, { headers }))
+}
+
+/** One SSE item as it came over the wire, with its parts picked apart. */
+export interface Frame {
+  raw: string
+  event: string | undefined
+  data: string
+}
+
+/** Splits an SSE body into item frames; comment frames (`: ping`) are dropped. */
+export function framesOf(body: string): Frame[] {
+  return body
+    .split('\n\n')
+    .filter((chunk) => chunk !== '' && !chunk.startsWith(':'))
+    .map((chunk) => {
+      const lines = chunk.split('\n')
+      const event = lines.find((line) => line.startsWith('event: '))?.slice(7)
+      const data = lines.find((line) => line.startsWith('data: '))?.slice(6) ?? ''
+      return { raw: `${chunk}\n\n`, event, data }
+    })
+}
+
+/** JSON data of a frame (not for `[DONE]`). */
+export function dataOf<T = Record<string, unknown>>(frame: Frame | undefined): T {
+  if (!frame) throw new Error('no such frame')
+  return JSON.parse(frame.data) as T
+}
+
+/** Sends one message and reads the whole stream. */
+export async function sendAndRead(app: TestApp['app'], body: Record<string, unknown>) {
+  const response = await post(app, '/backend-api/f/conversation', body)
+  const text = await response.text()
+  return { response, text, frames: framesOf(text) }
+}
