@@ -32,7 +32,10 @@ function required<T>(value: T | undefined, what: string): T {
 
 export function createApp(deps: AppDeps) {
   const { config } = deps
-  const app = new Elysia().use(errorHandler).use(bodyLimit).use(docsPlugin({ variant: config.variant }))
+  // normalize: false: Elysia's normalizer would turn a non-object field (e.g. a
+  // string `metadata`) into {} before validation; unknown fields are ignored anyway.
+  const app = new Elysia({ normalize: false })
+    .use(errorHandler).use(bodyLimit).use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')

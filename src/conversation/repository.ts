@@ -24,6 +24,12 @@ const missing = () => notFound('Conversation not found.')
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 
+/** jsonb does not keep key order; clients expect `content_type` before `parts`. */
+const textContent = (stored: TextContent): TextContent => ({
+  content_type: stored.content_type,
+  parts: stored.parts,
+})
+
 export async function ensureUser(tx: Queryable, userId: string): Promise<void> {
   await tx.query('INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [userId])
 }
@@ -64,7 +70,7 @@ export async function insertMessages(
     try {
       await tx.query(
         `INSERT INTO messages (id, conversation_id, role, content, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4::jsonb, $5, $6, $6)`,
+         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $6)`,
         [
           message.id,
           conversationId,
@@ -113,7 +119,7 @@ export async function listConversations(db: Queryable, userId: string): Promise<
     title: row.title,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    lastContent: row.last_content ?? undefined,
+    lastContent: row.last_content ? textContent(row.last_content) : undefined,
   }))
 }
 
@@ -136,7 +142,7 @@ export async function readHistory(
   return rows.map((row) => ({
     id: row.id,
     role: row.role,
-    content: row.content,
+    content: textContent(row.content),
     createdAt: row.created_at,
   }))
 }
@@ -162,7 +168,7 @@ export async function recentMessages(
   return rows.map((row) => ({
     id: row.id,
     role: row.role,
-    content: row.content,
+    content: textContent(row.content),
     createTime: row.created_at.getTime() / 1000,
   }))
 }

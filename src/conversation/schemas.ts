@@ -5,35 +5,59 @@ import { ErrorBody } from '../error-schema.ts'
 
 export const MAX_TEXT_CHARS = 100_000
 
-const InputMessage = t.Object({
-  id: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'Generated when absent.' })),
-  role: t.Literal('user'),
-  content: t.Object({
-    content_type: t.Literal('text'),
-    parts: t.Array(t.String(), { minItems: 1, maxItems: 32 }),
-  }),
-})
+/** Real clients send many fields this API does not use: accept and ignore them. */
+const open = { additionalProperties: true }
 
-export const SendBody = t.Object({
-  user_id: t.Optional(
-    t.String({ minLength: 1, maxLength: 128, description: 'Required unless JWT auth is on.' }),
-  ),
-  conversation_id: t.Optional(
-    t.Union([t.String({ format: 'uuid' }), t.Null()], {
-      description: 'Absent or null: start a new conversation.',
-    }),
-  ),
-  messages: t.Array(InputMessage, { minItems: 1, maxItems: 16 }),
-  metadata: t.Optional(
-    t.Object({ temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })) }),
-  ),
-})
+const InputMessage = t.Object(
+  {
+    id: t.Optional(
+      t.String({ minLength: 1, maxLength: 128, description: 'Generated when absent.' }),
+    ),
+    role: t.Literal('user'),
+    content: t.Object(
+      {
+        content_type: t.Literal('text'),
+        parts: t.Array(t.String(), { minItems: 1, maxItems: 32 }),
+      },
+      open,
+    ),
+  },
+  open,
+)
+
+export const SendBody = t.Object(
+  {
+    user_id: t.Optional(
+      t.String({ minLength: 1, maxLength: 128, description: 'Required unless JWT auth is on.' }),
+    ),
+    conversation_id: t.Optional(
+      t.Union([t.String({ format: 'uuid' }), t.Null()], {
+        description: 'Absent or null: start a new conversation.',
+      }),
+    ),
+    messages: t.Array(InputMessage, { minItems: 1, maxItems: 16 }),
+    metadata: t.Optional(
+      t.Object({ temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })) }, open),
+    ),
+  },
+  open,
+)
 export type SendBody = typeof SendBody.static
 
-export const ResumeBody = t.Object({
-  conversation_id: t.String({ format: 'uuid' }),
-  offset: t.Optional(t.Integer({ minimum: 0, description: 'First item to send (0 = delta_encoding).' })),
-})
+export const ResumeBody = t.Object(
+  {
+    conversation_id: t.String({ format: 'uuid' }),
+    // A Number with multipleOf, not t.Integer: Elysia would accept the string "3" for an Integer.
+    offset: t.Optional(
+      t.Number({
+        minimum: 0,
+        multipleOf: 1,
+        description: 'First item to send (0 = delta_encoding).',
+      }),
+    ),
+  },
+  open,
+)
 
 /** Query values arrive as text; routes parse them with clear errors (see list-query.ts). */
 export const ListQuery = t.Object({
@@ -71,8 +95,7 @@ export const ConversationDetail = t.Object({
 
 /** OpenAPI description of an SSE answer, which no schema validates. */
 export const eventStreamResponse = {
-  description:
-    'Server-Sent Events in the delta_encoding v1 format, ending with `data: [DONE]`.',
+  description: 'Server-Sent Events in the delta_encoding v1 format, ending with `data: [DONE]`.',
   content: { 'text/event-stream': { schema: { type: 'string' as const } } },
 }
 

@@ -8,7 +8,9 @@ export interface Queryable {
   /**
    * Runs one statement and returns its rows. Parameters are sent separately,
    * never spliced into the text. `timestamptz` columns come back as Date,
-   * `jsonb` as parsed values; cast `bigint` results to `int` in SQL.
+   * `jsonb` as parsed values; cast `bigint` results to `int` in SQL. Send JSON
+   * as text cast with `$1::text::jsonb`: postgres.js would encode a string
+   * sent to a bare `$1::jsonb` as a JSON string.
    */
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
   /** Runs several statements separated by `;`, with no parameters (migrations). */
