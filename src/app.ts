@@ -35,19 +35,19 @@ export function createApp(deps: AppDeps) {
   // normalize: false: Elysia's normalizer would turn a non-object field (e.g. a
   // string `metadata`) into {} before validation; unknown fields are ignored anyway.
   const app = new Elysia({ normalize: false })
-    .use(errorHandler).use(bodyLimit).use(docsPlugin({ variant: config.variant }))
+    .use(errorHandler)
+    .use(bodyLimit)
+    .use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')
-    return app
-      .use(docstorePlugin({ db, cache, config }))
-      .use(
-        conversationRoutes({
-          conversations: required(deps.conversations, 'conversations'),
-          auth: createAuthenticator(config.authJwtSecret),
-          keepaliveMs: config.sseKeepaliveMs,
-        }),
-      )
+    return app.use(docstorePlugin({ db, cache, config })).use(
+      conversationRoutes({
+        conversations: required(deps.conversations, 'conversations'),
+        auth: createAuthenticator(config.authJwtSecret),
+        keepaliveMs: config.sseKeepaliveMs,
+      }),
+    )
   }
   return app.use(variantPlugin(config.variant, { config, db: deps.db, cache: deps.cache }))
 }

@@ -9,7 +9,10 @@ export const MAX_BODY_BYTES = 1024 * 1024
 const tooLarge = () => payloadTooLarge('The request body is larger than 1 MB.')
 
 /** The body as text, refusing it as soon as it passes maxBytes. */
-export async function readLimitedText(request: Request, maxBytes = MAX_BODY_BYTES): Promise<string> {
+export async function readLimitedText(
+  request: Request,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<string> {
   const declared = Number(request.headers.get('content-length') ?? 0)
   if (declared > maxBytes) throw tooLarge()
   if (!request.body) return ''

@@ -32,7 +32,9 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
 }
 
 export function openCache(config: Config): Cache {
-  return config.redisUrl?.startsWith('redis') ? createRedisCache(config.redisUrl) : createMemoryCache()
+  return config.redisUrl?.startsWith('redis')
+    ? createRedisCache(config.redisUrl)
+    : createMemoryCache()
 }
 
 export function openModel(config: Config): ModelProvider {

@@ -45,7 +45,15 @@ export const errorHandler = new Elysia({ name: 'error-handler' }).onError(
       case 'NOT_FOUND':
         return errorResponse(404, { detail: `No route matches ${path}.`, code: 'not_found' })
       default:
-        console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', path, code, error: String(error) }))
+        console.error(
+          JSON.stringify({
+            level: 'error',
+            msg: 'unhandled error',
+            path,
+            code,
+            error: String(error),
+          }),
+        )
         return toErrorResponse(error)
     }
   },

@@ -31,9 +31,11 @@ async function main() {
   const app = createApp(deps).listen({
     port: config.port,
     hostname: config.host,
-    // A backstop above the 1 MB JSON limit, which answers 413 with a JSON body itself.
-    maxRequestBodySize: 2 * 1024 * 1024,
-    idleTimeout: 0,
+    // Far above the 1 MB limit, which answers 413 with a JSON body itself while
+    // reading; Bun's own bare 413 is only a backstop for absurd uploads.
+    maxRequestBodySize: 64 * 1024 * 1024,
+    // A queued send has no bytes to send until its turn starts; streams ping every 15 s.
+    idleTimeout: 120,
   })
   const server = app.server
   log('info', 'listening', {
@@ -50,7 +52,9 @@ async function main() {
     log('info', 'shutting down', { signal })
     // Stop accepting; open streams keep going until their turns end.
     server?.stop(false)
-    await deps.close().catch((error: unknown) => log('error', 'close failed', { error: String(error) }))
+    await deps
+      .close()
+      .catch((error: unknown) => log('error', 'close failed', { error: String(error) }))
     await server?.stop(true)
     process.exit(0)
   }

@@ -8,8 +8,9 @@
 //   ]}
 //
 // JSON.stringify never emits a raw newline, so lines separate items safely.
-import type { ConversationRow } from './repository.ts'
+
 import { textOf } from './messages.ts'
+import type { ConversationRow } from './repository.ts'
 
 export type ListOrder = 'updated' | 'created'
 
@@ -49,9 +50,11 @@ export function pageFromList(cached: string, page: ListPage): string {
   const order =
     page.order === 'updated'
       ? items
-      : (JSON.parse(
-          header.slice(header.indexOf('"created_order":') + 16, header.indexOf(`,${HEADER_END}`)),
-        ) as number[]).map((index) => items[index] as string)
+      : (
+          JSON.parse(
+            header.slice(header.indexOf('"created_order":') + 16, header.indexOf(`,${HEADER_END}`)),
+          ) as number[]
+        ).map((index) => items[index] as string)
   const slice = order.slice(page.offset, page.offset + page.limit)
   return `{"items":[${slice.join(',')}],"limit":${page.limit},"offset":${page.offset},"total":${items.length}}`
 }

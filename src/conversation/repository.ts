@@ -51,7 +51,11 @@ export async function createConversation(
  * Locks the user's conversation for this transaction; a missing conversation
  * and someone else's answer the same 404.
  */
-export async function lockOwnConversation(tx: Queryable, id: string, userId: string): Promise<void> {
+export async function lockOwnConversation(
+  tx: Queryable,
+  id: string,
+  userId: string,
+): Promise<void> {
   const rows = await tx.query<{ user_id: string }>(
     'SELECT user_id FROM conversations WHERE id = $1 FOR UPDATE',
     [id],

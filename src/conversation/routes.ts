@@ -81,7 +81,10 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       async ({ body, request }) => {
         const token = request.headers.get('x-conduit-token')
         if (!token) throw unauthorized('The x-conduit-token header is required.')
-        const userId = await auth.optionalUserOf(request, request.headers.get('x-user-id') ?? undefined)
+        const userId = await auth.optionalUserOf(
+          request,
+          request.headers.get('x-user-id') ?? undefined,
+        )
         const stream = await conversations.resume({
           token,
           conversationId: body.conversation_id.toLowerCase(),

@@ -112,7 +112,9 @@ export function createConversationService(options: ConversationServiceOptions) {
       if (!log || log.conversationId !== claims.conversationId)
         throw notFound('This stream is no longer available.')
       if (log.finishedAt !== undefined && request.offset > log.length)
-        throw validationFailed(`The field "offset" is past the end of the stream (${log.length} items).`)
+        throw validationFailed(
+          `The field "offset" is past the end of the stream (${log.length} items).`,
+        )
       return { log, offset: request.offset }
     },
 

@@ -132,8 +132,15 @@ export async function runReply(
   let failure: { detail: string; code: 'model_error' | 'storage_error' } | undefined
   try {
     const context = await appendToContext(deps, conversationId, turn.stored)
-    const messages = context.map((message) => ({ role: message.role, content: textOf(message.content) }))
-    for await (const chunk of deps.model.stream({ messages, temperature: input.temperature, signal })) {
+    const messages = context.map((message) => ({
+      role: message.role,
+      content: textOf(message.content),
+    }))
+    for await (const chunk of deps.model.stream({
+      messages,
+      temperature: input.temperature,
+      signal,
+    })) {
       if (chunk === '') continue
       if (text === '') emit(firstTokenMarkerItem(conversationId, assistantId))
       text += chunk

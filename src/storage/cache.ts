@@ -20,7 +20,12 @@ export interface Cache {
    * Appends values to the list at key, keeps only the last maxLength entries and
    * sets the expiry, as one atomic step.
    */
-  listPush(key: string, values: readonly string[], maxLength: number, ttlSeconds: number): Promise<void>
+  listPush(
+    key: string,
+    values: readonly string[],
+    maxLength: number,
+    ttlSeconds: number,
+  ): Promise<void>
   /** Replaces the whole list at key with values and sets the expiry, atomically. */
   listReplace(key: string, values: readonly string[], ttlSeconds: number): Promise<void>
   /** The whole list at key, oldest first; empty when absent. */

@@ -8,13 +8,15 @@ import { AppError } from '../../src/errors.ts'
 test('an actor runs tasks one at a time in arrival order, surviving failures', async () => {
   const actor = new ConversationActor('c')
   const events: string[] = []
-  const task = (name: string, ms: number, fail = false) => async () => {
-    events.push(`start ${name}`)
-    await Bun.sleep(ms)
-    events.push(`end ${name}`)
-    if (fail) throw new Error(name)
-    return name
-  }
+  const task =
+    (name: string, ms: number, fail = false) =>
+    async () => {
+      events.push(`start ${name}`)
+      await Bun.sleep(ms)
+      events.push(`end ${name}`)
+      if (fail) throw new Error(name)
+      return name
+    }
   const results = await Promise.allSettled([
     actor.enqueue(task('a', 20)),
     actor.enqueue(task('b', 1, true)),

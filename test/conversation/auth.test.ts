@@ -32,11 +32,20 @@ const bearer = async (sub: string) => ({ authorization: `Bearer ${await token(su
 describe('JWT mode', () => {
   test('the token’s sub is the user of sends and reads', async () => {
     const user = newUser()
-    const response = await post(t.app, '/backend-api/f/conversation', { messages: [textMessage('hi')] }, await bearer(user))
+    const response = await post(
+      t.app,
+      '/backend-api/f/conversation',
+      { messages: [textMessage('hi')] },
+      await bearer(user),
+    )
     expect(response.status).toBe(200)
-    const cid = dataOf<{ conversation_id: string }>(framesOf(await response.text())[1]).conversation_id
+    const cid = dataOf<{ conversation_id: string }>(
+      framesOf(await response.text())[1],
+    ).conversation_id
     const list = await get(t.app, '/backend-api/conversations', await bearer(user))
-    expect(((await list.json()) as { items: { id: string }[] }).items.map((i) => i.id)).toEqual([cid])
+    expect(((await list.json()) as { items: { id: string }[] }).items.map((i) => i.id)).toEqual([
+      cid,
+    ])
     const detail = await get(t.app, `/backend-api/conversation/${cid}`, await bearer(user))
     expect(detail.status).toBe(200)
     // X-User-Id cannot override the token: naming another user is refused.
@@ -82,7 +91,12 @@ describe('JWT mode', () => {
       { 'x-user-id': user },
     ]
     for (const headers of cases) {
-      const send = await post(t.app, '/backend-api/f/conversation', { user_id: user, messages: [textMessage('x')] }, headers)
+      const send = await post(
+        t.app,
+        '/backend-api/f/conversation',
+        { user_id: user, messages: [textMessage('x')] },
+        headers,
+      )
       expect(send.status).toBe(401)
       const body = (await send.json()) as { code: string; detail: string }
       expect(body.code).toBe('unauthorized')

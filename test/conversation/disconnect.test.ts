@@ -2,7 +2,13 @@
 // or lose the turn, and a quiet stream gets `: ping` keepalives.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createLocalModel, localReply } from '../../src/conversation/model/local.ts'
-import { conversationApp, framesOf, newUser, type TestApp, textMessage } from '../support/conversation-app.ts'
+import {
+  conversationApp,
+  framesOf,
+  newUser,
+  type TestApp,
+  textMessage,
+} from '../support/conversation-app.ts'
 
 let t: TestApp
 let base: string
@@ -16,7 +22,10 @@ beforeAll(async () => {
 })
 afterAll(() => t.app.stop(true))
 
-async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, enough: (text: string) => boolean) {
+async function readUntil(
+  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
+  enough: (text: string) => boolean,
+) {
   let text = ''
   const decoder = new TextDecoder()
   while (!enough(text)) {
@@ -37,7 +46,8 @@ test('a disconnect after a few items still stores the whole reply', async () => 
     body: JSON.stringify({ user_id: user, messages: [textMessage(message)] }),
     signal: abort.signal,
   })
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+  // biome-ignore lint/style/noNonNullAssertion: a 200 stream always has a body
+  const reader = response.body!.getReader()
   const received = await readUntil(reader, (text) => framesOf(text).length >= 7)
   abort.abort()
   const frames = framesOf(received)
@@ -48,8 +58,12 @@ test('a disconnect after a few items still stores the whole reply', async () => 
   let stored: string | undefined
   for (let attempt = 0; attempt < 100 && stored === undefined; attempt++) {
     await Bun.sleep(50)
-    const res = await fetch(`${base}/backend-api/conversation/${cid}`, { headers: { 'x-user-id': user } })
-    const body = (await res.json()) as { messages: { role: string; content: { parts: string[] } }[] }
+    const res = await fetch(`${base}/backend-api/conversation/${cid}`, {
+      headers: { 'x-user-id': user },
+    })
+    const body = (await res.json()) as {
+      messages: { role: string; content: { parts: string[] } }[]
+    }
     stored = body.messages.find((m) => m.role === 'assistant')?.content.parts[0]
   }
   expect(stored).toBe(expected)
@@ -59,7 +73,10 @@ test('a quiet stream carries `: ping` comments, which are not items', async () =
   const response = await fetch(`${base}/backend-api/f/conversation`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ user_id: newUser(), messages: [textMessage('ping me while you think')] }),
+    body: JSON.stringify({
+      user_id: newUser(),
+      messages: [textMessage('ping me while you think')],
+    }),
   })
   const text = await response.text()
   expect(text).toContain(': ping\n\n')
@@ -68,4 +85,37 @@ test('a quiet stream carries `: ping` comments, which are not items', async () =
   expect(frames.at(-1)?.data).toBe('[DONE]')
   // Pings only ever sit between whole items.
   expect(text.replace(/: ping\n\n/g, '')).toBe(frames.map((f) => f.raw).join(''))
+})
+
+test('an oversized body over a real connection is a JSON 413', async () => {
+  const response = await fetch(`${base}/backend-api/f/conversation`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ user_id: newUser(), messages: [textMessage('x'.repeat(1_500_000))] }),
+  })
+  expect(response.status).toBe(413)
+  expect(await response.json()).toEqual({
+    detail: 'The request body is larger than 1 MB.',
+    code: 'payload_too_large',
+  })
+})
+
+test('a chunked body with no length is cut off at 1 MB', async () => {
+  const chunk = new TextEncoder().encode('x'.repeat(64 * 1024))
+  let sent = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      // Bounded: at most 4 MB, far past the limit.
+      if (sent >= 64) return controller.close()
+      sent++
+      controller.enqueue(chunk)
+    },
+  })
+  const response = await fetch(`${base}/backend-api/f/conversation`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  })
+  expect(response.status).toBe(413)
+  expect(((await response.json()) as { code: string }).code).toBe('payload_too_large')
 })

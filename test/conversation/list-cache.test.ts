@@ -28,11 +28,15 @@ test('the cached document is valid JSON', () => {
 
 test('every page of either order matches sorting the rows directly', () => {
   const doc = encodeList(rows)
-  const byCreated = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1))
+  const byCreated = [...rows].sort(
+    (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1),
+  )
   for (const order of ['updated', 'created'] as const)
     for (let offset = 0; offset <= 8; offset++)
       for (const limit of [1, 2, 3, 100]) {
-        const expected = (order === 'updated' ? rows : byCreated).slice(offset, offset + limit).map(item)
+        const expected = (order === 'updated' ? rows : byCreated)
+          .slice(offset, offset + limit)
+          .map(item)
         expect(JSON.parse(pageFromList(doc, { order, offset, limit }))).toEqual({
           items: expected,
           limit,

@@ -63,12 +63,15 @@ const list = async (user: string, query = '') => {
 
 describe('conversation list', () => {
   let user: string
-  let ids: string[]
+  let ids: [string, string, string]
   beforeAll(async () => {
     user = newUser()
-    ids = []
-    for (const text of ['first topic', 'second topic', 'third topic']) ids.push(await start(user, text))
-    await say(user, ids[0] as string, 'back to the first') // now the most recently updated
+    ids = [
+      await start(user, 'first topic'),
+      await start(user, 'second topic'),
+      await start(user, 'third topic'),
+    ]
+    await say(user, ids[0], 'back to the first') // now the most recently updated
   })
 
   test('defaults: newest update first, limit 20, offset 0, total', async () => {
@@ -88,7 +91,11 @@ describe('conversation list', () => {
   })
 
   test('order=created is newest created first; paging slices it', async () => {
-    expect((await list(user, '?order=created')).body.items.map((i) => i.id)).toEqual([ids[2], ids[1], ids[0]])
+    expect((await list(user, '?order=created')).body.items.map((i) => i.id)).toEqual([
+      ids[2],
+      ids[1],
+      ids[0],
+    ])
     const page = (await list(user, '?order=created&offset=1&limit=1')).body
     expect(page.items.map((i) => i.id)).toEqual([ids[1]])
     expect(page).toMatchObject({ limit: 1, offset: 1, total: 3 })
@@ -99,9 +106,12 @@ describe('conversation list', () => {
     await list(user)
     const before = counter.queries
     const pages = await Promise.all(
-      ['?order=created', '?limit=2', '?offset=1&order=updated', '?order=created&limit=1&offset=2'].map((q) =>
-        list(user, q),
-      ),
+      [
+        '?order=created',
+        '?limit=2',
+        '?offset=1&order=updated',
+        '?order=created&limit=1&offset=2',
+      ].map((q) => list(user, q)),
     )
     expect(counter.queries).toBe(before)
     expect(pages.map((p) => p.body.items.map((i) => i.id))).toEqual([
@@ -133,7 +143,14 @@ describe('conversation list', () => {
   })
 
   test('bad paging is 422 and a user sees only their own', async () => {
-    for (const q of ['?limit=0', '?limit=101', '?offset=-1', '?offset=x', '?order=oldest', '?limit=1.5'])
+    for (const q of [
+      '?limit=0',
+      '?limit=101',
+      '?offset=-1',
+      '?offset=x',
+      '?order=oldest',
+      '?limit=1.5',
+    ])
       expect((await list(user, q)).response.status).toBe(422)
     expect((await list(newUser())).body).toEqual({ items: [], limit: 20, offset: 0, total: 0 })
   })
@@ -172,7 +189,9 @@ describe('conversation detail', () => {
     const cid = await start(user, 'mine')
     await t.cache.del(historyKey(cid))
     const stranger = newUser()
-    expect((await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': stranger })).status).toBe(404)
+    expect(
+      (await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': stranger })).status,
+    ).toBe(404)
     await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
     expect(await t.cache.get(historyKey(cid))).not.toBeNull()
     const before = counter.queries
@@ -186,7 +205,9 @@ describe('conversation detail', () => {
     const cid = await start(user, 'one')
     await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
     await say(user, cid, 'two')
-    const body = (await (await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })).json()) as {
+    const body = (await (
+      await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+    ).json()) as {
       messages: unknown[]
     }
     expect(body.messages).toHaveLength(4)
@@ -195,18 +216,25 @@ describe('conversation detail', () => {
   test('flushing the cache loses nothing', async () => {
     const user = newUser()
     const cid = await start(user, 'keep me')
-    const before = await (await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })).text()
+    const before = await (
+      await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+    ).text()
     const listBefore = (await list(user)).body
     await t.cache.flush()
-    expect(await (await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })).text()).toBe(before)
+    expect(
+      await (await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })).text(),
+    ).toBe(before)
     expect((await list(user)).body).toEqual(listBefore)
   })
 
   test('not a UUID is 422, unknown is 404, no user is 401', async () => {
     const user = newUser()
-    expect((await get(t.app, '/backend-api/conversation/not-a-uuid', { 'x-user-id': user })).status).toBe(422)
     expect(
-      (await get(t.app, `/backend-api/conversation/${crypto.randomUUID()}`, { 'x-user-id': user })).status,
+      (await get(t.app, '/backend-api/conversation/not-a-uuid', { 'x-user-id': user })).status,
+    ).toBe(422)
+    expect(
+      (await get(t.app, `/backend-api/conversation/${crypto.randomUUID()}`, { 'x-user-id': user }))
+        .status,
     ).toBe(404)
     expect((await get(t.app, `/backend-api/conversation/${crypto.randomUUID()}`)).status).toBe(401)
   })

@@ -21,13 +21,20 @@ let t: TestApp
 let slow: TestApp
 beforeAll(async () => {
   t = await conversationApp()
-  slow = await conversationApp({ model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 15 }) })
+  slow = await conversationApp({
+    model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 15 }),
+  })
 })
 
 async function finishedTurn(app = t) {
   const user = newUser()
-  const sent = await sendAndRead(app.app, { user_id: user, messages: [textMessage('resume me please')] })
-  const { token, conversation_id } = dataOf<{ token: string; conversation_id: string }>(sent.frames[1])
+  const sent = await sendAndRead(app.app, {
+    user_id: user,
+    messages: [textMessage('resume me please')],
+  })
+  const { token, conversation_id } = dataOf<{ token: string; conversation_id: string }>(
+    sent.frames[1],
+  )
   return { user, token, cid: conversation_id, sent }
 }
 
@@ -41,7 +48,12 @@ describe('after the turn ended', () => {
       const response = await resume(t, token, { conversation_id: cid, offset: k })
       expect(response.status).toBe(200)
       expect(response.headers.get('content-type')).toBe('text/event-stream')
-      expect(await response.text()).toBe(sent.frames.slice(k).map((f) => f.raw).join(''))
+      expect(await response.text()).toBe(
+        sent.frames
+          .slice(k)
+          .map((f) => f.raw)
+          .join(''),
+      )
     }
   })
 
@@ -53,7 +65,10 @@ describe('after the turn ended', () => {
 
   test('an offset past the end is 422', async () => {
     const { token, cid, sent } = await finishedTurn()
-    const response = await resume(t, token, { conversation_id: cid, offset: sent.frames.length + 1 })
+    const response = await resume(t, token, {
+      conversation_id: cid,
+      offset: sent.frames.length + 1,
+    })
     expect(response.status).toBe(422)
   })
 })

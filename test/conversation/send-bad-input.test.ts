@@ -69,7 +69,10 @@ describe('malformed bodies', () => {
       {
         user_id: newUser(),
         messages: [
-          { role: 'user', content: { content_type: 'text', parts: ['a'.repeat(60_000), 'b'.repeat(40_001)] } },
+          {
+            role: 'user',
+            content: { content_type: 'text', parts: ['a'.repeat(60_000), 'b'.repeat(40_001)] },
+          },
         ],
       },
       413,
@@ -81,24 +84,39 @@ describe('fields', () => {
   const user = newUser()
   test('missing user_id (development mode)', () =>
     expectRefused({ messages: [textMessage('hi')] }, 401, /user_id/))
-  test('user_id of the wrong type', () => expectRefused({ ...ok(user), user_id: 42 }, 422, /user_id/))
+  test('user_id of the wrong type', () =>
+    expectRefused({ ...ok(user), user_id: 42 }, 422, /user_id/))
   test('user_id longer than 128 characters', () =>
     expectRefused(ok('u'.repeat(129)), 422, /user_id/))
   test('missing messages', () => expectRefused({ user_id: user }, 422, /messages/))
   test('empty messages', () => expectRefused({ user_id: user, messages: [] }, 422, /messages/))
   test('more than 16 messages', () =>
-    expectRefused({ user_id: user, messages: Array.from({ length: 17 }, () => textMessage('a')) }, 422, /messages/))
+    expectRefused(
+      { user_id: user, messages: Array.from({ length: 17 }, () => textMessage('a')) },
+      422,
+      /messages/,
+    ))
   test('a role other than user', () =>
     expectRefused(
-      { user_id: user, messages: [{ role: 'assistant', content: { content_type: 'text', parts: ['x'] } }] },
+      {
+        user_id: user,
+        messages: [{ role: 'assistant', content: { content_type: 'text', parts: ['x'] } }],
+      },
       422,
       /messages\[0\]\.role/,
     ))
   test('a missing role', () =>
-    expectRefused({ user_id: user, messages: [{ content: { content_type: 'text', parts: ['x'] } }] }, 422, /role/))
+    expectRefused(
+      { user_id: user, messages: [{ content: { content_type: 'text', parts: ['x'] } }] },
+      422,
+      /role/,
+    ))
   test('a content type other than text', () =>
     expectRefused(
-      { user_id: user, messages: [{ role: 'user', content: { content_type: 'image', parts: ['x'] } }] },
+      {
+        user_id: user,
+        messages: [{ role: 'user', content: { content_type: 'image', parts: ['x'] } }],
+      },
       422,
       /content_type/,
     ))
@@ -110,19 +128,28 @@ describe('fields', () => {
     ))
   test('parts with no text at all', () =>
     expectRefused(
-      { user_id: user, messages: [{ role: 'user', content: { content_type: 'text', parts: ['', '  '] } }] },
+      {
+        user_id: user,
+        messages: [{ role: 'user', content: { content_type: 'text', parts: ['', '  '] } }],
+      },
       422,
       /parts/,
     ))
   test('more than 32 parts', () =>
     expectRefused(
-      { user_id: user, messages: [{ role: 'user', content: { content_type: 'text', parts: Array(33).fill('a') } }] },
+      {
+        user_id: user,
+        messages: [{ role: 'user', content: { content_type: 'text', parts: Array(33).fill('a') } }],
+      },
       422,
       /parts/,
     ))
   test('a part that is not a string', () =>
     expectRefused(
-      { user_id: user, messages: [{ role: 'user', content: { content_type: 'text', parts: [{ a: 1 }] } }] },
+      {
+        user_id: user,
+        messages: [{ role: 'user', content: { content_type: 'text', parts: [{ a: 1 }] } }],
+      },
       422,
       /parts/,
     ))
@@ -130,7 +157,8 @@ describe('fields', () => {
     expectRefused({ user_id: user, messages: [textMessage('x', 'i'.repeat(129))] }, 422, /id/))
   test('temperature out of range', () =>
     expectRefused(ok(user, { metadata: { temperature: 2.5 } }), 422, /temperature/))
-  test('metadata that is not an object', () => expectRefused(ok(user, { metadata: 'hot' }), 422, /metadata/))
+  test('metadata that is not an object', () =>
+    expectRefused(ok(user, { metadata: 'hot' }), 422, /metadata/))
   test('a conversation_id that is not a UUID', () =>
     expectRefused(ok(user, { conversation_id: "1' OR '1'='1" }), 422, /conversation_id/))
 })
@@ -158,7 +186,11 @@ describe('a repeated message id', () => {
     const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
     await t.cache.set(historyKey(cid), 'sentinel', 600)
     const error = await expectRefused(
-      { user_id: user, conversation_id: cid, messages: [textMessage('b', 'new-1'), textMessage('c', 'dup-1')] },
+      {
+        user_id: user,
+        conversation_id: cid,
+        messages: [textMessage('b', 'new-1'), textMessage('c', 'dup-1')],
+      },
       409,
       /dup-1/,
     )

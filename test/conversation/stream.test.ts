@@ -126,7 +126,9 @@ describe('a new conversation', () => {
     const claims = decodeJwt(token)
     const aid = dataOf<{ v: { message: { id: string } } }>(frames[3]).v.message.id
     expect(claims.sub).toBe(user)
-    expect(claims.conversation_id).toBe(dataOf<{ conversation_id: string }>(frames[1]).conversation_id)
+    expect(claims.conversation_id).toBe(
+      dataOf<{ conversation_id: string }>(frames[1]).conversation_id,
+    )
     expect(claims.message_id).toBe(aid)
     expect((claims.exp as number) - (claims.iat as number)).toBe(7200)
   })
@@ -162,7 +164,9 @@ describe('an existing conversation', () => {
       messages: [textMessage('two', 'x-2'), textMessage('three', 'x-3')],
     })
     expect(second.response.status).toBe(200)
-    expect(second.frames.slice(0, 5).map((f) => f.event ?? dataOf<{ type?: string }>(f).type)).toEqual([
+    expect(
+      second.frames.slice(0, 5).map((f) => f.event ?? dataOf<{ type?: string }>(f).type),
+    ).toEqual([
       'delta_encoding',
       'resume_conversation_token',
       'input_message',
@@ -174,7 +178,13 @@ describe('an existing conversation', () => {
     const history = (await (
       await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
     ).json()) as { messages: { id: string; role: string }[] }
-    expect(history.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'user', 'assistant'])
+    expect(history.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'user',
+      'assistant',
+    ])
     expect(history.messages[2]?.id).toBe('x-2')
     expect(history.messages[3]?.id).toBe('x-3')
   })

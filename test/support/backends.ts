@@ -85,9 +85,7 @@ export function dbBackends(): Backend<Db>[] {
 
 /** Every cache adapter available here, for the Cache contract suite. */
 export function cacheBackends(): Backend<Cache>[] {
-  const backends: Backend<Cache>[] = [
-    { name: 'memory', open: async () => createMemoryCache() },
-  ]
+  const backends: Backend<Cache>[] = [{ name: 'memory', open: async () => createMemoryCache() }]
   const url = TEST_REDIS_URL
   if (url)
     backends.push({

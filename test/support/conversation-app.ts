@@ -50,7 +50,12 @@ export function textMessage(text: string, id?: string) {
   }
 }
 
-export function post(app: TestApp['app'], path: string, body: unknown, headers: Record<string, string> = {}) {
+export function post(
+  app: TestApp['app'],
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
   return app.handle(
     new Request(`http://localhost${path}`, {
       method: 'POST',
