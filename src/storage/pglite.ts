@@ -18,7 +18,8 @@ function queryable(target: PGlite | Transaction): Queryable {
 
 /** Opens PGlite in dataDir, or in memory when dataDir is undefined. */
 export async function createPgliteDb(dataDir?: string): Promise<Db> {
-  const pg = new PGlite(dataDir, { extensions: { pg_trgm } })
+  // 'memory://' rather than undefined: PGlite loads extensions only with a data dir.
+  const pg = new PGlite(dataDir ?? 'memory://', { extensions: { pg_trgm } })
   await pg.waitReady
   const base = queryable(pg)
   return {
