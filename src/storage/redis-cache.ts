@@ -3,6 +3,14 @@
 import Redis from 'ioredis'
 import type { Cache } from './cache.ts'
 
+/**
+ * RPUSH + LTRIM + EXPIRE as one script: unlike MULTI, it stops at the first
+ * error, so a push onto a key of the wrong type changes nothing.
+ */
+const LIST_PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])`
+
 export interface RedisCacheOptions {
   /** Prepended to every key; flush() then deletes only keys with it (tests). */
   keyPrefix?: string
@@ -47,13 +55,7 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     ttl: (key) => redis.ttl(k(key)),
     async listPush(key, values, maxLength, ttlSeconds) {
       if (values.length === 0) return
-      await redis
-        .multi()
-        .rpush(k(key), ...values)
-        .ltrim(k(key), -maxLength, -1)
-        .expire(k(key), ttlSeconds)
-        .exec()
-        .then(throwOnFailedCommand)
+      await redis.eval(LIST_PUSH, 1, k(key), maxLength, ttlSeconds, ...values)
     },
     async listReplace(key, values, ttlSeconds) {
       const tx = redis.multi().del(k(key))

@@ -1,0 +1,219 @@
+// loadConfig: the defaults of CONTRACT §1, values read from the environment,
+// invalid values rejected with a ConfigError naming the variable (and never
+// echoing a secret), the per-process random resume secret, and maskUrlPassword.
+import { describe, expect, test } from 'bun:test'
+import { ConfigError, loadConfig, maskUrlPassword, VARIANTS } from '../src/config.ts'
+
+/** The ConfigError loadConfig throws for env; fails the test when it returns. */
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`)
+}
+
+describe('loadConfig defaults (CONTRACT §1)', () => {
+  test('an empty environment gives the documented defaults', () => {
+    const config = loadConfig({})
+    expect(config.port).toBe(3000)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.variant).toBe('full')
+    expect(config.databaseUrl).toBeUndefined()
+    expect(config.dataDir).toBe('./.data')
+    expect(config.redisUrl).toBeUndefined()
+    expect(config.modelProvider).toBe('local')
+    expect(config.model).toBe('local-echo')
+    expect(config.openaiBaseUrl).toBe('https://api.openai.com/v1')
+    expect(config.openaiApiKey).toBeUndefined()
+    expect(config.localModelChunkDelayMs).toBe(20)
+    expect(config.authJwtSecret).toBeUndefined()
+    expect(config.adminToken).toBeUndefined()
+    expect(config.appEnv).toBeUndefined()
+    expect(config.debug).toBeUndefined()
+    expect(config.hotReload).toBeUndefined()
+    expect(config.debugToolbar).toBeUndefined()
+  })
+
+  test('the timing defaults behind §4 and §8', () => {
+    const config = loadConfig({})
+    expect(config.sseKeepaliveMs).toBe(15_000)
+    expect(config.shutdownGraceMs).toBe(30_000)
+    // Resumable for at least 10 minutes after a turn ends (§4.4).
+    expect(config.resumeRetentionMs).toBeGreaterThanOrEqual(600_000)
+  })
+
+  test('an empty string counts as unset', () => {
+    const config = loadConfig({ PORT: '', HOST: '', APP_VARIANT: '', DATABASE_URL: '', MODEL: '' })
+    expect(config.port).toBe(3000)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.variant).toBe('full')
+    expect(config.databaseUrl).toBeUndefined()
+    expect(config.model).toBe('local-echo')
+  })
+})
+
+describe('loadConfig reads the environment', () => {
+  test('every documented variable is taken as given', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      APP_VARIANT: 'counter',
+      DATABASE_URL: 'postgres://app:pw@db:5432/app',
+      DATA_DIR: '/var/lib/conduit',
+      REDIS_URL: 'redis://cache:6379/1',
+      MODEL_PROVIDER: 'openai',
+      MODEL: 'gpt-test',
+      OPENAI_BASE_URL: 'http://localhost:11434/v1',
+      OPENAI_API_KEY: 'sk-test',
+      LOCAL_MODEL_CHUNK_DELAY_MS: '0',
+      AUTH_JWT_SECRET: 'jwt-secret',
+      RESUME_TOKEN_SECRET: 'resume-secret',
+      ADMIN_TOKEN: 'admin-token',
+      APP_ENV: 'production',
+      DEBUG: 'true',
+      HOT_RELOAD: 'false',
+      DEBUG_TOOLBAR: 'true',
+    })
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      variant: 'counter',
+      databaseUrl: 'postgres://app:pw@db:5432/app',
+      dataDir: '/var/lib/conduit',
+      redisUrl: 'redis://cache:6379/1',
+      modelProvider: 'openai',
+      model: 'gpt-test',
+      openaiBaseUrl: 'http://localhost:11434/v1',
+      openaiApiKey: 'sk-test',
+      localModelChunkDelayMs: 0,
+      authJwtSecret: 'jwt-secret',
+      resumeTokenSecret: 'resume-secret',
+      adminToken: 'admin-token',
+      appEnv: 'production',
+      debug: 'true',
+      hotReload: 'false',
+      debugToolbar: 'true',
+    })
+  })
+
+  test('every variant name is accepted', () => {
+    expect(VARIANTS).toEqual([
+      'full',
+      'basic',
+      'counter',
+      'configuration',
+      'instance',
+      'dependency-check',
+    ])
+    for (const variant of VARIANTS)
+      expect(loadConfig({ APP_VARIANT: variant }).variant).toBe(variant)
+  })
+
+  test('memory:// is accepted for DATABASE_URL and REDIS_URL, postgresql:// and rediss:// too', () => {
+    expect(loadConfig({ DATABASE_URL: 'memory://' }).databaseUrl).toBe('memory://')
+    expect(loadConfig({ REDIS_URL: 'memory://' }).redisUrl).toBe('memory://')
+    expect(loadConfig({ DATABASE_URL: 'postgresql://h/db' }).databaseUrl).toBe('postgresql://h/db')
+    expect(loadConfig({ REDIS_URL: 'rediss://h:6380' }).redisUrl).toBe('rediss://h:6380')
+  })
+
+  test('a trailing slash on OPENAI_BASE_URL is dropped', () => {
+    expect(loadConfig({ OPENAI_BASE_URL: 'http://vllm:8000/v1/' }).openaiBaseUrl).toBe(
+      'http://vllm:8000/v1',
+    )
+  })
+})
+
+describe('loadConfig rejects invalid values, naming the variable', () => {
+  test('PORT that is not a number, or out of range', () => {
+    for (const port of ['abc', '80a', '-1', '3.5', '65536'])
+      expect(configError({ PORT: port }).message).toContain('PORT')
+  })
+
+  test('APP_VARIANT outside the list, with the valid values listed', () => {
+    const { message } = configError({ APP_VARIANT: 'bogus' })
+    expect(message).toContain('APP_VARIANT')
+    expect(message).not.toContain('\n')
+    for (const variant of VARIANTS) expect(message).toContain(variant)
+  })
+
+  test('DATABASE_URL that is malformed or of another scheme', () => {
+    for (const url of ['not a url', 'mysql://db/app', 'redis://cache:6379'])
+      expect(configError({ DATABASE_URL: url }).message).toContain('DATABASE_URL')
+  })
+
+  test('REDIS_URL that is malformed or of another scheme', () => {
+    for (const url of ['::nope', 'http://cache:6379', 'postgres://db/app'])
+      expect(configError({ REDIS_URL: url }).message).toContain('REDIS_URL')
+  })
+
+  test('MODEL_PROVIDER outside the list, with the valid values listed', () => {
+    const { message } = configError({ MODEL_PROVIDER: 'anthropic' })
+    expect(message).toContain('MODEL_PROVIDER')
+    expect(message).toContain('local')
+    expect(message).toContain('openai')
+  })
+
+  test('LOCAL_MODEL_CHUNK_DELAY_MS and OPENAI_BASE_URL are checked too', () => {
+    expect(configError({ LOCAL_MODEL_CHUNK_DELAY_MS: 'fast' }).message).toContain(
+      'LOCAL_MODEL_CHUNK_DELAY_MS',
+    )
+    expect(configError({ OPENAI_BASE_URL: 'ftp://models' }).message).toContain('OPENAI_BASE_URL')
+  })
+
+  test('the message never repeats a password from a rejected URL', () => {
+    const rejected: Record<string, string>[] = [
+      { DATABASE_URL: 'mysql://app:hunter2secret@db/app' },
+      { REDIS_URL: 'http://:hunter2secret@cache:6379' },
+      { DATABASE_URL: 'postgres://app:hunter2secret@db:notaport/app' },
+    ]
+    for (const env of rejected) {
+      const error = configError(env)
+      expect(error.message).not.toContain('hunter2secret')
+    }
+  })
+})
+
+describe('RESUME_TOKEN_SECRET', () => {
+  test('is random when unset: long, and different for each load', () => {
+    const first = loadConfig({}).resumeTokenSecret
+    const second = loadConfig({}).resumeTokenSecret
+    expect(first.length).toBeGreaterThanOrEqual(32)
+    expect(second.length).toBeGreaterThanOrEqual(32)
+    expect(first).not.toBe(second)
+  })
+
+  test('is used as given when set', () => {
+    expect(loadConfig({ RESUME_TOKEN_SECRET: 'shared-secret' }).resumeTokenSecret).toBe(
+      'shared-secret',
+    )
+  })
+})
+
+describe('maskUrlPassword', () => {
+  test('replaces a password with ***', () => {
+    expect(maskUrlPassword('postgres://app:s3cret@db:5432/app')).toBe(
+      'postgres://app:***@db:5432/app',
+    )
+    expect(maskUrlPassword('redis://:s3cret@cache:6379/0')).toBe('redis://:***@cache:6379/0')
+    expect(maskUrlPassword('rediss://default:p%40ss@cache:6380')).not.toContain('p%40ss')
+  })
+
+  test('leaves a URL without a password exactly as it was', () => {
+    for (const url of [
+      'postgres://db:5432/app',
+      'postgres://app@db:5432/app',
+      'redis://cache:6379',
+      'memory://',
+    ])
+      expect(maskUrlPassword(url)).toBe(url)
+  })
+
+  test('masks a password even in a string that does not parse as a URL', () => {
+    const masked = maskUrlPassword('postgres://app:s3cret@db host/app')
+    expect(masked).not.toContain('s3cret')
+    expect(masked).toContain('***')
+  })
+})
