@@ -1,0 +1,148 @@
+// The document store's use cases (spec §4 rules 1-3) over the Db and Cache
+// ports. The database is the truth and enforces uniqueness; the cache only
+// saves work, so a cache failure degrades to the database instead of failing.
+import type { Cache } from '../../src/storage/cache.ts'
+import type { Db } from '../../src/storage/db.ts'
+import {
+  DOCUMENT_KEY_TTL_SECONDS,
+  DOCUMENT_LIST_KEY,
+  DOCUMENT_LIST_LIMIT,
+  DOCUMENT_LIST_TTL_SECONDS,
+  documentKey,
+} from './cache-keys.ts'
+import { contentSha256 } from './content-hash.ts'
+import { containsPattern } from './like-pattern.ts'
+import { DEFAULT_TOP_K } from './limits.ts'
+import { safeErrorMessage, withTimeout } from './probe.ts'
+import {
+  findDocumentIdByHash,
+  insertDocument,
+  listNewestDocuments,
+  searchDocuments as searchRows,
+} from './repository.ts'
+import type {
+  CreateDocumentResult,
+  DocumentBody,
+  DocumentList,
+  Metadata,
+  QueryResult,
+  StoredDocument,
+} from './schemas.ts'
+
+export interface DocumentStoreDeps {
+  db: Db
+  cache: Cache
+}
+
+const CREATED = 'Document created.'
+const ALREADY_EXISTS = 'A document with this content already exists.'
+
+/**
+ * Longest a request waits for one cache operation. A Redis that is down answers
+ * slower with every reconnect attempt; the database can answer instead.
+ */
+export const CACHE_TIMEOUT_MS = 500
+
+/** Runs a cache operation; when the cache is down or slow, logs it and carries on with fallback. */
+async function bestEffort<T>(operation: string, run: () => Promise<T>, fallback: T): Promise<T> {
+  try {
+    return await withTimeout(run, CACHE_TIMEOUT_MS)
+  } catch (error) {
+    console.warn(
+      JSON.stringify({
+        level: 'warn',
+        msg: 'cache unavailable',
+        operation,
+        error: safeErrorMessage(error),
+      }),
+    )
+    return fallback
+  }
+}
+
+/** The stored JSON text as an object; anything else (NULL, foreign rows) reads as `{}`. */
+export function parseMetadata(text: string | null): Metadata {
+  if (text === null) return {}
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Metadata)
+      : {}
+  } catch {
+    return {}
+  }
+}
+
+/** POST /documents: dedupe by the doc:<sha256> key, then by the database's unique index. */
+export async function createDocument(
+  { db, cache }: DocumentStoreDeps,
+  body: DocumentBody,
+): Promise<CreateDocumentResult> {
+  const hash = contentSha256(body.content)
+  const key = documentKey(hash)
+  const known = await bestEffort('get', () => cache.get(key), null)
+  if (known !== null) return { message: ALREADY_EXISTS, cached: true }
+
+  const metadata = JSON.stringify(body.metadata ?? {})
+  // Two rounds cover the one race left: the duplicate is deleted between our
+  // refused insert and the lookup of its id.
+  for (let round = 0; round < 2; round++) {
+    const id = await insertDocument(db, { content: body.content, metadata, contentSha256: hash })
+    if (id !== undefined) {
+      await Promise.all([
+        bestEffort('set', () => cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS), undefined),
+        bestEffort('del', () => cache.del(DOCUMENT_LIST_KEY), 0),
+      ])
+      return { id, message: CREATED }
+    }
+    const existing = await findDocumentIdByHash(db, hash)
+    if (existing !== undefined) {
+      // Remember it again, so the next duplicate is refused without a query.
+      await bestEffort(
+        'set',
+        () => cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS),
+        undefined,
+      )
+      return { message: ALREADY_EXISTS, id: existing, cached: false }
+    }
+  }
+  throw new Error('document insert kept conflicting with a vanishing duplicate')
+}
+
+function cachedList(raw: string | null): StoredDocument[] | undefined {
+  if (raw === null) return undefined
+  try {
+    const value: unknown = JSON.parse(raw)
+    return Array.isArray(value) ? (value as StoredDocument[]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** GET /documents: cache-aside under documents:list for 60 s. */
+export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<DocumentList> {
+  const hit = cachedList(await bestEffort('get', () => cache.get(DOCUMENT_LIST_KEY), null))
+  if (hit) return { documents: hit, cached: true }
+  const rows = await listNewestDocuments(db, DOCUMENT_LIST_LIMIT)
+  const documents = rows.map((row) => ({
+    id: row.id,
+    content: row.content,
+    metadata: parseMetadata(row.metadata),
+  }))
+  await bestEffort(
+    'set',
+    () => cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS),
+    undefined,
+  )
+  return { documents, cached: false }
+}
+
+/** POST /query: literal, case-insensitive substring match, ascending id. */
+export async function searchDocuments(
+  { db }: Pick<DocumentStoreDeps, 'db'>,
+  question: string,
+  topK = DEFAULT_TOP_K,
+): Promise<QueryResult> {
+  const rows = await searchRows(db, containsPattern(question), topK)
+  return { query: question, results: rows.map((row) => ({ id: row.id, content: row.content })) }
+}

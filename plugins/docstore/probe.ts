@@ -1,0 +1,54 @@
+// Checks one dependency for a health endpoint: never hangs longer than a
+// timeout, and reduces a failure to a short message that is safe to show
+// (connection strings and their passwords are cut out).
+
+export type ProbeResult = { ok: true } | { ok: false; message: string }
+
+/** Longest a health check waits for one dependency. */
+export const PROBE_TIMEOUT_MS = 2_000
+const MAX_MESSAGE_LENGTH = 160
+
+/** An error's message without URLs or credentials, on one short line. */
+export function safeErrorMessage(error: unknown): string {
+  const raw = error instanceof Error ? error.message : String(error)
+  const cleaned = raw
+    // ioredis hides the connection error behind this sentence; say what it means.
+    .replace(
+      /^Reached the max retries per request limit[\s\S]*$/,
+      'no connection (gave up after retrying)',
+    )
+    .replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>')
+    .replace(/password\s*[=:]\s*\S+/gi, 'password=***')
+    .replace(/\s+/g, ' ')
+    .trim()
+  const message = cleaned === '' ? 'unknown error' : cleaned
+  return message.length > MAX_MESSAGE_LENGTH
+    ? `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…`
+    : message
+}
+
+/** The result of run, or a rejection once timeoutMs pass without one. */
+export async function withTimeout<T>(run: () => Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+  })
+  try {
+    return await Promise.race([run(), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Runs check with a timeout; resolves with the outcome, never rejects. */
+export async function probe(
+  check: () => Promise<void>,
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<ProbeResult> {
+  try {
+    await withTimeout(check, timeoutMs)
+    return { ok: true }
+  } catch (error) {
+    return { ok: false, message: safeErrorMessage(error) }
+  }
+}
