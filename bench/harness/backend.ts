@@ -1,0 +1,35 @@
+// Which storage the benchmarked server runs on: the real Postgres and Redis of
+// DATABASE_URL / REDIS_URL when set, the embedded ones otherwise. The harness
+// only ever talks to this machine, so the URLs must point at loopback.
+
+export interface Backend {
+  /** Short label for reports and file names, e.g. `postgres-redis`. */
+  label: string
+  /** The server's DATABASE_URL: the real one, or `memory://` (embedded, not persisted). */
+  databaseUrl: string
+  /** The server's REDIS_URL, or undefined for the in-process cache. */
+  redisUrl: string | undefined
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1'])
+
+/** Throws unless `raw` names a host on this machine. */
+export function assertLoopback(name: string, raw: string): void {
+  const host = new URL(raw).hostname
+  if (!LOOPBACK_HOSTS.has(host))
+    throw new Error(`${name} must point at loopback (127.0.0.1), got host "${host}"`)
+}
+
+export function backendFromEnv(env: Record<string, string | undefined>): Backend {
+  const databaseUrl = env.DATABASE_URL || undefined
+  const redisUrl = env.REDIS_URL || undefined
+  if (databaseUrl?.startsWith('postgres')) assertLoopback('DATABASE_URL', databaseUrl)
+  if (redisUrl?.startsWith('redis')) assertLoopback('REDIS_URL', redisUrl)
+  const realDb = databaseUrl?.startsWith('postgres') === true
+  const realCache = redisUrl?.startsWith('redis') === true
+  return {
+    label: `${realDb ? 'postgres' : 'embedded'}-${realCache ? 'redis' : 'memory'}`,
+    databaseUrl: realDb && databaseUrl ? databaseUrl : 'memory://',
+    redisUrl: realCache ? redisUrl : undefined,
+  }
+}

@@ -1,0 +1,82 @@
+// `bun run bench`: starts the service on 127.0.0.1 (real Postgres and Redis
+// when DATABASE_URL / REDIS_URL are set, embedded otherwise), prepares data
+// through the API, measures every scenario, writes bench/results/, and exits
+// non-zero when a target is missed. Bounded by --max-seconds (default 120).
+import { type Backend, backendFromEnv } from './backend.ts'
+import { describeMachine } from './machine.ts'
+import { type BenchOptions, parseOptions } from './options.ts'
+import { prepareData } from './prepare.ts'
+import { type BenchReport, toMarkdown, writeReport } from './report.ts'
+import { measureRequests } from './requests.ts'
+import { runSendStream } from './send-stream.ts'
+import { startServer } from './server.ts'
+import { runManyStreams } from './streaming.ts'
+import { manyStreamsFailures, sendStreamFailures } from './targets.ts'
+
+const started = performance.now()
+const say = (message: string) =>
+  console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
+
+/** Request scenarios and send + stream, on one server without model delay. */
+async function measureOneServer(options: BenchOptions, backend: Backend) {
+  say(`starting the server (${backend.label})`)
+  const server = await startServer({ backend, chunkDelayMs: 0 })
+  try {
+    say('preparing data through the API')
+    const prepared = await prepareData(server.url)
+    const requests = await measureRequests(server.url, prepared, options, say)
+    say('send + stream')
+    const sendStream = await runSendStream(server.url, prepared.runId, {
+      concurrency: options.streamConcurrency,
+      durationSec: options.durationSec,
+    })
+    return { requests, sendStream, runId: prepared.runId }
+  } finally {
+    await server.stop()
+  }
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions(Bun.argv.slice(2))
+  const backend = backendFromEnv(process.env)
+  const watchdog = setTimeout(() => {
+    say(`the run took longer than ${options.maxSeconds} s; stopping it`)
+    process.exit(2)
+  }, options.maxSeconds * 1000)
+  const startedAt = new Date().toISOString()
+  const machine = describeMachine()
+  const { requests, sendStream, runId } = await measureOneServer(options, backend)
+  say(`many streams: ${options.streamClients} clients`)
+  const manyStreams = await runManyStreams(backend, {
+    clients: options.streamClients,
+    rampMs: options.streamRampMs,
+    chunkDelayMs: options.chunkDelayMs,
+    runId,
+  })
+  clearTimeout(watchdog)
+  const report: BenchReport = {
+    startedAt,
+    backend: backend.label,
+    machine,
+    options,
+    requests,
+    sendStream,
+    manyStreams,
+    failures: [
+      ...requests.flatMap((result) => result.failures),
+      ...sendStreamFailures(sendStream),
+      ...manyStreamsFailures(manyStreams),
+    ],
+  }
+  const paths = writeReport(report)
+  console.log(toMarkdown(report))
+  say(`wrote ${paths.json} and ${paths.markdown}`)
+  return report.failures.length === 0 ? 0 : 1
+}
+
+try {
+  process.exit(await main())
+} catch (error) {
+  say(error instanceof Error ? error.message : String(error))
+  process.exit(1)
+}
