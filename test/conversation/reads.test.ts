@@ -2,8 +2,9 @@
 // order, ownership, and cache-aside (CONTRACT §4.5-§4.7).
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { testDb } from '../support/backends.ts'
+import { testCache, testDb } from '../support/backends.ts'
 import {
   conversationApp,
   dataOf,
@@ -32,12 +33,32 @@ function countingDb(db: Db) {
   return { db: counted, counter }
 }
 
+/** The real test cache, counting every operation sent to it. */
+function countingCache(cache: Cache) {
+  const counter = { operations: 0 }
+  const counted = Object.fromEntries(
+    Object.entries(cache).map(([name, value]) => [
+      name,
+      typeof value === 'function'
+        ? (...args: unknown[]) => {
+            counter.operations++
+            return (value as (...a: unknown[]) => unknown).apply(cache, args)
+          }
+        : value,
+    ]),
+  ) as unknown as Cache
+  return { cache: counted, counter }
+}
+
 let t: TestApp
 let counter: { queries: number }
+let cacheCounter: { operations: number }
 beforeAll(async () => {
   const counting = countingDb(await testDb())
+  const countingC = countingCache(testCache())
   counter = counting.counter
-  t = await conversationApp({ db: counting.db })
+  cacheCounter = countingC.counter
+  t = await conversationApp({ db: counting.db, cache: countingC.cache })
 })
 
 async function start(user: string, text: string) {
@@ -105,6 +126,7 @@ describe('conversation list', () => {
   test('every page and order is answered from one cached copy', async () => {
     await list(user)
     const before = counter.queries
+    const cacheBefore = cacheCounter.operations
     const pages = await Promise.all(
       [
         '?order=created',
@@ -114,6 +136,7 @@ describe('conversation list', () => {
       ].map((q) => list(user, q)),
     )
     expect(counter.queries).toBe(before)
+    expect(cacheCounter.operations - cacheBefore).toBe(4) // one read per request
     expect(pages.map((p) => p.body.items.map((i) => i.id))).toEqual([
       [ids[2], ids[1], ids[0]],
       [ids[0], ids[2]],
@@ -177,7 +200,9 @@ describe('conversation detail', () => {
     expect(cached).toContain(missText)
     expect(JSON.parse(cached)).toEqual({ owner: user, body: JSON.parse(missText) })
     const before = counter.queries
+    const cacheBefore = cacheCounter.operations
     const hit = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+    expect(cacheCounter.operations - cacheBefore).toBe(1)
     expect(hit.status).toBe(200)
     expect(hit.headers.get('content-type')).toContain('application/json')
     expect(await hit.text()).toBe(missText)
