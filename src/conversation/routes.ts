@@ -83,7 +83,7 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
         if (!token) throw unauthorized('The x-conduit-token header is required.')
         const userId = await auth.optionalUserOf(
           request,
-          request.headers.get('x-user-id') ?? undefined,
+          body.user_id ?? request.headers.get('x-user-id') ?? undefined,
         )
         const stream = await conversations.resume({
           token,

@@ -47,6 +47,13 @@ export type SendBody = typeof SendBody.static
 export const ResumeBody = t.Object(
   {
     conversation_id: t.String({ format: 'uuid' }),
+    user_id: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 128,
+        description: 'Development mode: when given (or X-User-Id), must be the token’s user.',
+      }),
+    ),
     // A Number with multipleOf, not t.Integer: Elysia would accept the string "3" for an Integer.
     offset: t.Optional(
       t.Number({

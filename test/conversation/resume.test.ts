@@ -142,10 +142,14 @@ describe('refused', () => {
     expect((await resume(t, token, { conversation_id: other.cid })).status).toBe(401)
   })
 
-  test('another user is 401', async () => {
-    const { token, cid } = await finishedTurn()
-    const response = await resume(t, token, { conversation_id: cid }, { 'x-user-id': newUser() })
-    expect(response.status).toBe(401)
+  test('another user is 401, named by header or body', async () => {
+    const { token, cid, user } = await finishedTurn()
+    const byHeader = await resume(t, token, { conversation_id: cid }, { 'x-user-id': newUser() })
+    expect(byHeader.status).toBe(401)
+    const byBody = await resume(t, token, { conversation_id: cid, user_id: newUser() })
+    expect(byBody.status).toBe(401)
+    const own = await resume(t, token, { conversation_id: cid, user_id: user })
+    expect(own.status).toBe(200)
   })
 
   test('a stream that is no longer kept is 404', async () => {
