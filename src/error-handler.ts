@@ -2,7 +2,8 @@
 // typed AppErrors keep their status, validation names the field, anything
 // unexpected is logged and answered with an opaque 500.
 import { Elysia, type ValidationError } from 'elysia'
-import { AppError, errorResponse, toErrorResponse } from './errors.ts'
+import { AppError, errorResponse, toErrorResponse, unavailable } from './errors.ts'
+import { isDatabaseUnavailable } from './storage/db.ts'
 
 /** `/messages/0/role` → `messages[0].role`, the way a client developer writes it. */
 export function fieldName(path: string): string {
@@ -45,6 +46,8 @@ export const errorHandler = new Elysia({ name: 'error-handler' }).onError(
       case 'NOT_FOUND':
         return errorResponse(404, { detail: `No route matches ${path}.`, code: 'not_found' })
       default:
+        if (isDatabaseUnavailable(error))
+          return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
         console.error(
           JSON.stringify({
             level: 'error',

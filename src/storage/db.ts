@@ -38,3 +38,30 @@ export function sqlState(error: unknown): string | undefined {
   }
   return undefined
 }
+
+/** Driver and socket codes meaning the database cannot be reached right now. */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+])
+
+/**
+ * Whether an error says the database is down or unreachable (a 503), rather
+ * than that a statement failed: socket errors, postgres.js connection codes,
+ * SQLSTATE class 08 (connection exception), 57P (shutting down), 53300 (too
+ * many connections).
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = sqlState(error)
+  if (code === undefined) return false
+  return (
+    UNREACHABLE.has(code) || code.startsWith('08') || code.startsWith('57P') || code === '53300'
+  )
+}
