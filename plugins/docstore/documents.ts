@@ -1,6 +1,8 @@
 // The document store's use cases (spec §4 rules 1-3) over the Db and Cache
 // ports. The database is the truth and enforces uniqueness; the cache only
 // saves work, so a cache failure degrades to the database instead of failing.
+
+import { safeErrorMessage, withTimeout } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import {
@@ -13,7 +15,6 @@ import {
 import { contentSha256 } from './content-hash.ts'
 import { containsPattern } from './like-pattern.ts'
 import { DEFAULT_TOP_K } from './limits.ts'
-import { safeErrorMessage, withTimeout } from './probe.ts'
 import {
   findDocumentIdByHash,
   insertDocument,

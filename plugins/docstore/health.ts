@@ -1,9 +1,10 @@
 // GET /health of the document store (spec §4, CONTRACT §6): real checks of the
 // database and the cache. Only the database decides the status code, because
 // the cache holds nothing but copies.
+
+import { probe } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { probe } from './probe.ts'
 
 export interface DocstoreHealth {
   status: 200 | 503

@@ -2,10 +2,10 @@
 // so it survives restarts of the process when the cache is Redis.
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
+import { probe } from '../../src/dependency-probe.ts'
 import { ErrorBody } from '../../src/error-schema.ts'
 import { unavailable } from '../../src/errors.ts'
 import type { Cache } from '../../src/storage/cache.ts'
-import { probe } from '../docstore/probe.ts'
 
 export const COUNTER_KEY = 'counter:visits'
 

@@ -1,9 +1,9 @@
 // APP_VARIANT=dependency-check: a health endpoint that really reaches Postgres
 // and Redis, answering 503 with the reason when either does not answer.
 import { Elysia, t } from 'elysia'
+import { probe } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { probe } from '../docstore/probe.ts'
 
 const tags = ['examples']
 

@@ -1,6 +1,7 @@
-// Checks one dependency for a health endpoint: never hangs longer than a
-// timeout, and reduces a failure to a short message that is safe to show
-// (connection strings and their passwords are cut out).
+// Checks one dependency (database, cache) for a health endpoint or a best-effort
+// call: never hangs longer than a timeout, and reduces a failure to a short
+// message that is safe to show (connection strings and passwords are cut out).
+// Shared by the document store and the example variants.
 
 export type ProbeResult = { ok: true } | { ok: false; message: string }
 
