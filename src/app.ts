@@ -19,8 +19,10 @@ export interface AppDeps {
   config: Config
   /** Present when the variant needs a database (`full`, `dependency-check`). */
   db?: Db
-  /** Present when the variant needs the cache (`full`, `counter`, `dependency-check`). */
+  /** Present when the variant needs the cache (`full`, `dependency-check`). */
   cache?: Cache
+  /** The `counter` variant's store: the state database, which a cache flush cannot reach. */
+  counters?: Cache
   /** Present for `full`. */
   conversations?: ConversationService
 }
@@ -49,7 +51,14 @@ export function createApp(deps: AppDeps) {
       }),
     )
   }
-  return app.use(variantPlugin(config.variant, { config, db: deps.db, cache: deps.cache }))
+  return app.use(
+    variantPlugin(config.variant, {
+      config,
+      db: deps.db,
+      cache: deps.cache,
+      counters: deps.counters,
+    }),
+  )
 }
 
 export type App = ReturnType<typeof createApp>

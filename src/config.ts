@@ -1,7 +1,5 @@
 // The one place the environment is read: parsed and validated once at startup,
 // so a bad value stops the process with a message naming the variable.
-import { randomBytes } from 'node:crypto'
-
 export const VARIANTS = [
   'full',
   'basic',
@@ -24,6 +22,12 @@ export interface Config {
   dataDir: string
   /** `redis://…`, or undefined for the in-process cache. */
   redisUrl: string | undefined
+  /**
+   * Where turn state lives (logs, leases, stop requests, counters): `redis://…`,
+   * or undefined for in-process state. Defaults to REDIS_URL's server, one
+   * database number up, so flushing the cache never reaches it.
+   */
+  redisStateUrl: string | undefined
   modelProvider: ModelProviderName
   model: string
   openaiBaseUrl: string
@@ -32,17 +36,18 @@ export interface Config {
   modelTimeoutMs: number
   localModelChunkDelayMs: number
   authJwtSecret: string | undefined
-  resumeTokenSecret: string
+  /** Unset: shared by every instance through the state store (random per process in memory). */
+  resumeTokenSecret: string | undefined
   adminToken: string | undefined
   /** Raw `APP_ENV`; each variant applies its own default. */
   appEnv: string | undefined
   debug: string | undefined
   hotReload: string | undefined
   debugToolbar: string | undefined
-  /** Idle time after which a conversation actor is dropped. */
-  actorIdleMs: number
-  /** Most conversation actors kept in memory at once. */
-  maxActors: number
+  /** Most conversations one process runs turns for at once; past it sends get 429. */
+  maxRunningConversations: number
+  /** Lease on a conversation's turns; a dead instance's turns are taken over after about this. */
+  turnLeaseMs: number
   /** How long a finished turn's stream stays resumable. */
   resumeRetentionMs: number
   /** Longest time SIGTERM waits for running turns. */
@@ -91,6 +96,37 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw
 }
 
+/** The cache database's number in a redis:// URL (its path, default 0). */
+function databaseOf(parsed: URL): number {
+  const path = parsed.pathname.replace(/^\//, '')
+  return path === '' ? 0 : Number(path)
+}
+
+/**
+ * REDIS_STATE_URL, else REDIS_URL's server one database up; never the cache
+ * database itself, which `DELETE /cache` flushes. Undefined = in-process state.
+ */
+function stateUrl(env: Env): string | undefined {
+  const cache = url(env, 'REDIS_URL', ['redis:', 'rediss:', 'memory:'])
+  const explicit = url(env, 'REDIS_STATE_URL', ['redis:', 'rediss:', 'memory:'])
+  if (explicit?.startsWith('memory:')) return undefined
+  const cacheUrl = cache?.startsWith('redis') ? new URL(cache) : undefined
+  if (explicit === undefined) {
+    if (!cacheUrl) return undefined
+    const database = databaseOf(cacheUrl)
+    if (!Number.isInteger(database) || database < 0)
+      throw new ConfigError('REDIS_URL names no valid database number')
+    cacheUrl.pathname = `/${database + 1}`
+    return cacheUrl.toString()
+  }
+  const state = new URL(explicit)
+  if (cacheUrl && state.host === cacheUrl.host && databaseOf(state) === databaseOf(cacheUrl))
+    throw new ConfigError(
+      'REDIS_STATE_URL must not be the cache database of REDIS_URL: flushing the cache would erase running turns',
+    )
+  return explicit
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const modelProvider = oneOf(env, 'MODEL_PROVIDER', MODEL_PROVIDERS, 'local')
@@ -101,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'memory:']),
     dataDir: text(env, 'DATA_DIR') ?? './.data',
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:', 'memory:']),
+    redisStateUrl: stateUrl(env),
     modelProvider,
     model: text(env, 'MODEL') ?? (modelProvider === 'local' ? 'local-echo' : 'gpt-4o-mini'),
     openaiBaseUrl:
@@ -110,14 +147,14 @@ export function loadConfig(env: Env = process.env): Config {
     modelTimeoutMs: integer(env, 'MODEL_TIMEOUT_MS', 60_000, 1, 3_600_000),
     localModelChunkDelayMs: integer(env, 'LOCAL_MODEL_CHUNK_DELAY_MS', 20, 0, 60_000),
     authJwtSecret: text(env, 'AUTH_JWT_SECRET'),
-    resumeTokenSecret: text(env, 'RESUME_TOKEN_SECRET') ?? randomBytes(32).toString('hex'),
+    resumeTokenSecret: text(env, 'RESUME_TOKEN_SECRET'),
     adminToken: text(env, 'ADMIN_TOKEN'),
     appEnv: text(env, 'APP_ENV'),
     debug: text(env, 'DEBUG'),
     hotReload: text(env, 'HOT_RELOAD'),
     debugToolbar: text(env, 'DEBUG_TOOLBAR'),
-    actorIdleMs: integer(env, 'ACTOR_IDLE_MS', 300_000, 1, 86_400_000),
-    maxActors: integer(env, 'MAX_ACTORS', 10_000, 1, 10_000_000),
+    maxRunningConversations: integer(env, 'MAX_RUNNING_CONVERSATIONS', 10_000, 1, 10_000_000),
+    turnLeaseMs: integer(env, 'TURN_LEASE_MS', 10_000, 100, 60_000),
     resumeRetentionMs: integer(env, 'RESUME_RETENTION_MS', 900_000, 600_000, 86_400_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 300_000),
     sseKeepaliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 300_000),

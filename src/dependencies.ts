@@ -7,6 +7,7 @@ import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
 import { createConversationService } from './conversation/service.ts'
+import { createMemoryState, openRedisState, type State } from './state/state.ts'
 import type { Cache } from './storage/cache.ts'
 import { lockDataDir } from './storage/data-dir-lock.ts'
 import type { Db } from './storage/db.ts'
@@ -17,6 +18,8 @@ import { createPostgresDb } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
 
 export interface Dependencies extends AppDeps {
+  /** Turn state, for `full`. */
+  state?: State
   /** Closes everything opened here, in reverse order. */
   close(): Promise<void>
 }
@@ -37,6 +40,14 @@ export function openCache(config: Config): Cache {
     : createMemoryCache()
 }
 
+/** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
+export function openState(config: Config): Promise<State> {
+  const options = { retentionMs: config.resumeRetentionMs }
+  return config.redisStateUrl
+    ? openRedisState(config.redisStateUrl, options)
+    : Promise.resolve(createMemoryState(options))
+}
+
 export function openModel(config: Config): ModelProvider {
   return config.modelProvider === 'openai'
     ? createOpenAiModel({
@@ -49,7 +60,7 @@ export function openModel(config: Config): ModelProvider {
 }
 
 const NEEDS_DB = new Set(['full', 'dependency-check'])
-const NEEDS_CACHE = new Set(['full', 'counter', 'dependency-check'])
+const NEEDS_CACHE = new Set(['full', 'dependency-check'])
 
 /** Opens what config.variant needs; `full` also migrates and starts the conversation service. */
 export async function openDependencies(config: Config): Promise<Dependencies> {
@@ -71,19 +82,30 @@ export async function openDependencies(config: Config): Promise<Dependencies> {
       onClose(() => opened.close())
       cache = opened
     }
+    if (config.variant === 'counter') {
+      // The count is state, not a copy: it lives in the state database.
+      const counters = openCache({ ...config, redisUrl: config.redisStateUrl })
+      onClose(() => counters.close())
+      return { config, counters, close }
+    }
     if (config.variant !== 'full' || !db || !cache) return { config, db, cache, close }
     await migrate(db)
+    const state = await openState(config)
+    onClose(() => state.close())
     const conversations = createConversationService({
       db,
       cache,
       model: openModel(config),
-      resumeTokenSecret: config.resumeTokenSecret,
-      actorIdleMs: config.actorIdleMs,
-      maxActors: config.maxActors,
-      resumeRetentionMs: config.resumeRetentionMs,
+      resumeTokenSecret: config.resumeTokenSecret ?? (await state.sharedSecret('resume-token')),
+      logs: state.logs,
+      leases: state.leases,
+      stops: state.stops,
+      leaseMs: config.turnLeaseMs,
+      maxConversations: config.maxRunningConversations,
     })
     onClose(() => conversations.close(config.shutdownGraceMs))
-    return { config, db, cache, conversations, close }
+    conversations.startRecovery()
+    return { config, db, cache, state, conversations, close }
   } catch (error) {
     await close().catch(() => {})
     throw error

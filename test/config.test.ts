@@ -177,18 +177,49 @@ describe('loadConfig rejects invalid values, naming the variable', () => {
 })
 
 describe('RESUME_TOKEN_SECRET', () => {
-  test('is random when unset: long, and different for each load', () => {
-    const first = loadConfig({}).resumeTokenSecret
-    const second = loadConfig({}).resumeTokenSecret
-    expect(first.length).toBeGreaterThanOrEqual(32)
-    expect(second.length).toBeGreaterThanOrEqual(32)
-    expect(first).not.toBe(second)
+  test('is left unset when unset: the state store shares one between instances', () => {
+    expect(loadConfig({}).resumeTokenSecret).toBeUndefined()
   })
 
   test('is used as given when set', () => {
     expect(loadConfig({ RESUME_TOKEN_SECRET: 'shared-secret' }).resumeTokenSecret).toBe(
       'shared-secret',
     )
+  })
+})
+
+describe('REDIS_STATE_URL', () => {
+  test('defaults to the cache server one database up, so a cache flush cannot reach it', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://cache:6379' }).redisStateUrl).toBe(
+      'redis://cache:6379/1',
+    )
+    expect(loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/4' }).redisStateUrl).toBe(
+      'redis://:pw@cache:6379/5',
+    )
+  })
+
+  test('is in-process without Redis, or when set to memory://', () => {
+    expect(loadConfig({}).redisStateUrl).toBeUndefined()
+    expect(loadConfig({ REDIS_URL: 'memory://' }).redisStateUrl).toBeUndefined()
+    expect(
+      loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_STATE_URL: 'memory://' }).redisStateUrl,
+    ).toBeUndefined()
+  })
+
+  test('is used as given, on another server or database', () => {
+    expect(
+      loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_STATE_URL: 'redis://state:6379/0' })
+        .redisStateUrl,
+    ).toBe('redis://state:6379/0')
+  })
+
+  test('refuses the cache database itself, naming the variable', () => {
+    const error = configError({
+      REDIS_URL: 'redis://cache:6379/2',
+      REDIS_STATE_URL: 'redis://cache:6379/2',
+    })
+    expect(error.message).toContain('REDIS_STATE_URL')
+    expect(configError({ REDIS_STATE_URL: 'http://x' }).message).toContain('REDIS_STATE_URL')
   })
 })
 

@@ -1,5 +1,6 @@
-// APP_VARIANT=counter: a visit counter kept in the cache under counter:visits,
-// so it survives restarts of the process when the cache is Redis.
+// APP_VARIANT=counter: a visit counter kept under counter:visits in the state
+// store (REDIS_STATE_URL: not the cache database, so a cache flush cannot
+// reset it), so it survives restarts of the process when that is Redis.
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { probe } from '../../src/dependency-probe.ts'
@@ -21,7 +22,7 @@ async function counterStore<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-export function counterVariant({ cache }: { cache: Cache }) {
+export function counterVariant({ counters: cache }: { counters: Cache }) {
   return new Elysia({ name: 'variant-counter' })
     .get(
       '/',

@@ -15,8 +15,10 @@ export interface VariantDeps {
   config: Config
   /** Needed by `dependency-check`. */
   db?: Db
-  /** Needed by `counter` and `dependency-check`. */
+  /** Needed by `dependency-check`. */
   cache?: Cache
+  /** Needed by `counter`: the state store, not the cache. */
+  counters?: Cache
 }
 
 function need<T>(value: T | undefined, what: string, variant: ExampleVariant): T {
@@ -29,7 +31,7 @@ export function variantPlugin(variant: ExampleVariant, deps: VariantDeps) {
     case 'basic':
       return basicVariant({ config: deps.config })
     case 'counter':
-      return counterVariant({ cache: need(deps.cache, 'a cache', variant) })
+      return counterVariant({ counters: need(deps.counters, 'a counter store', variant) })
     case 'configuration':
       return configurationVariant({ config: deps.config })
     case 'instance':

@@ -1,6 +1,6 @@
-// Pure builders of the "delta_encoding v1" stream items (CONTRACT §4.2-§4.3)
-// and their SSE bytes. Every item is encoded once, when it enters the turn
-// log; subscribers only copy bytes.
+// Pure builders of the "delta_encoding v1" stream items (CONTRACT §4.2-§4.3,
+// §12) and their SSE frames. Every item is encoded once, when it enters the
+// turn log; subscribers only copy frames.
 import type { StreamMessage } from './messages.ts'
 
 export interface StreamItem {
@@ -9,16 +9,14 @@ export interface StreamItem {
   data: string
 }
 
-const encoder = new TextEncoder()
-
 /** The SSE frame of one item: optional event line, one data line, blank line. */
-export function encodeItem(item: StreamItem): Uint8Array {
+export function frameOf(item: StreamItem): string {
   const event = item.event ? `event: ${item.event}\n` : ''
-  return encoder.encode(`${event}data: ${item.data}\n\n`)
+  return `${event}data: ${item.data}\n\n`
 }
 
 /** The keepalive comment; not an item. */
-export const KEEPALIVE = encoder.encode(': ping\n\n')
+export const KEEPALIVE = new TextEncoder().encode(': ping\n\n')
 
 const delta = (value: unknown): StreamItem => ({ event: 'delta', data: JSON.stringify(value) })
 const data = (value: unknown): StreamItem => ({ data: JSON.stringify(value) })
@@ -46,30 +44,42 @@ export const firstTokenMarkerItem = (conversationId: string, messageId: string):
 export const appendItem = (chunk: string): StreamItem =>
   delta({ p: '', o: 'patch', v: [{ p: '/message/content/parts/0', o: 'append', v: chunk }] })
 
-export type Completion = 'finished_successfully' | 'finished_partial_completion'
+/**
+ * How a reply ended: `stop` (the model finished), `interrupted` (stopped by a
+ * user or a shutdown: a finished reply, CONTRACT §12) or `error` (the model
+ * failed, or its runner died: a partial one, §4.3 and §13).
+ */
+export type FinishType = 'stop' | 'interrupted' | 'error'
 
-export const completionItem = (status: Completion): StreamItem => {
-  const ok = status === 'finished_successfully'
+/** The stored status of a reply that ended so. */
+export const statusOf = (finish: FinishType) =>
+  finish === 'error' ? 'finished_partial_completion' : 'finished_successfully'
+
+export const completionItem = (finish: FinishType): StreamItem => {
+  const ok = finish !== 'error'
   return delta({
     p: '',
     o: 'patch',
     v: [
-      { p: '/message/status', o: 'replace', v: status },
+      { p: '/message/status', o: 'replace', v: statusOf(finish) },
       { p: '/message/end_turn', o: 'replace', v: ok },
       {
         p: '/message/metadata',
         o: 'append',
-        v: { is_complete: true, finish_details: { type: ok ? 'stop' : 'error' } },
+        v: { is_complete: true, finish_details: { type: finish } },
       },
     ],
   })
 }
 
+/** Why a stream carries an error item: the model failed, the reply could not be stored, or its runner died. */
+export type StreamErrorCode = 'model_error' | 'storage_error' | 'interrupted'
+
 export const errorItem = (
   conversationId: string,
   messageId: string,
   detail: string,
-  code: 'model_error' | 'storage_error' = 'model_error',
+  code: StreamErrorCode = 'model_error',
 ): StreamItem =>
   data({ type: 'error', conversation_id: conversationId, message_id: messageId, code, detail })
 
@@ -77,3 +87,23 @@ export const streamCompleteItem = (conversationId: string): StreamItem =>
   data({ type: 'message_stream_complete', conversation_id: conversationId })
 
 export const doneItem = (): StreamItem => ({ data: '[DONE]' })
+
+/**
+ * The reply text carried by a turn's frames: its append items' chunks, in
+ * order (the inverse of appendItem). What a new owner keeps of a dead owner's
+ * reply when the log is the checkpoint.
+ */
+export function appendedText(frames: readonly string[]): string {
+  let text = ''
+  for (const frame of frames) {
+    if (!frame.startsWith('event: delta\ndata: ')) continue
+    const item = JSON.parse(frame.slice('event: delta\ndata: '.length)) as {
+      o?: string
+      v?: { p?: string; o?: string; v?: unknown }[]
+    }
+    const op = item.o === 'patch' && item.v?.length === 1 ? item.v[0] : undefined
+    if (op?.p === '/message/content/parts/0' && op.o === 'append' && typeof op.v === 'string')
+      text += op.v
+  }
+  return text
+}

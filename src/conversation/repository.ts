@@ -111,7 +111,7 @@ export async function listConversations(db: Queryable, userId: string): Promise<
        FROM conversations c
        LEFT JOIN LATERAL (
          SELECT m.content FROM messages m
-          WHERE m.conversation_id = c.id
+          WHERE m.conversation_id = c.id AND m.status <> 'in_progress'
           ORDER BY m.seq DESC LIMIT 1
        ) last ON true
       WHERE c.user_id = $1
@@ -151,11 +151,16 @@ export async function readHistory(
   }))
 }
 
-/** The newest `limit` messages, oldest first: the context when the cache lost it. */
+/**
+ * The newest `limit` finished messages stored before seq `beforeSeq`, oldest
+ * first: a turn's context when the cache lost it. Replies still in progress
+ * (queued or streaming) are never part of a context.
+ */
 export async function recentMessages(
   db: Queryable,
   conversationId: string,
   limit: number,
+  beforeSeq: number,
 ): Promise<StoredMessage[]> {
   const rows = await db.query<{
     id: string
@@ -165,9 +170,10 @@ export async function recentMessages(
   }>(
     `SELECT id, role, content, created_at FROM (
        SELECT seq, id, role, content, created_at FROM messages
-        WHERE conversation_id = $1 ORDER BY seq DESC LIMIT $2
+        WHERE conversation_id = $1 AND seq < $3 AND status <> 'in_progress'
+        ORDER BY seq DESC LIMIT $2
      ) recent ORDER BY seq`,
-    [conversationId, limit],
+    [conversationId, limit, beforeSeq],
   )
   return rows.map((row) => ({
     id: row.id,
@@ -175,4 +181,17 @@ export async function recentMessages(
     content: textContent(row.content),
     createTime: row.created_at.getTime() / 1000,
   }))
+}
+
+/** Whether the conversation exists and is the user's (someone else's answers like a missing one). */
+export async function isOwnConversation(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2', [
+    conversationId,
+    userId,
+  ])
+  return rows.length === 1
 }

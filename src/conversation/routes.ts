@@ -14,6 +14,9 @@ import {
   MAX_TEXT_CHARS,
   ResumeBody,
   SendBody,
+  StopBody,
+  StopResult,
+  StreamStatus,
 } from './schemas.ts'
 import type { ConversationService } from './service.ts'
 import { sseResponse } from './sse-response.ts'
@@ -118,14 +121,49 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
     .get(
       '/conversation/:conversation_id',
       async ({ params, query, request }) => {
-        if (!UUID.test(params.conversation_id))
-          throw validationFailed('The path parameter "conversation_id" must be a UUID.')
         const userId = await auth.userOf(request, claimedReader(request, query.user_id))
-        return json(await conversations.detail(userId, params.conversation_id.toLowerCase()))
+        return json(await conversations.detail(userId, conversationIdOf(params)))
       },
       {
         response: { 200: ConversationDetail, ...errorResponses(401, 403, 404, 422) },
         detail: { tags: ['conversation'], summary: 'Read one conversation' },
       },
     )
+    .get(
+      '/conversation/:conversation_id/stream_status',
+      async ({ params, query, request }) => {
+        const userId = await auth.userOf(request, claimedReader(request, query.user_id))
+        return conversations.streamStatus(userId, conversationIdOf(params))
+      },
+      {
+        response: { 200: StreamStatus, ...errorResponses(401, 403, 404, 422) },
+        detail: {
+          tags: ['conversation'],
+          summary: 'Whether a reply streams now, with a fresh resume token and offset',
+        },
+      },
+    )
+    .post(
+      '/stop_conversation',
+      async ({ body, query, request }) => {
+        const claimed = body.user_id ?? claimedReader(request, query.user_id)
+        const userId = await auth.userOf(request, claimed)
+        return conversations.stop(userId, body.conversation_id.toLowerCase())
+      },
+      {
+        body: StopBody,
+        response: { 200: StopResult, ...errorResponses(401, 403, 404, 422) },
+        detail: {
+          tags: ['conversation'],
+          summary: "Stop the conversation's running reply, on whichever instance runs it",
+        },
+      },
+    )
+}
+
+/** The path's conversation id, lower-cased; 422 when it is not a UUID. */
+function conversationIdOf(params: { conversation_id: string }): string {
+  if (!UUID.test(params.conversation_id))
+    throw validationFailed('The path parameter "conversation_id" must be a UUID.')
+  return params.conversation_id.toLowerCase()
 }

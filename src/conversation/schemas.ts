@@ -100,6 +100,36 @@ export const ConversationDetail = t.Object({
   ),
 })
 
+export const StopBody = t.Object(
+  {
+    conversation_id: t.String({ format: 'uuid' }),
+    user_id: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 128,
+        description: 'Development mode: the caller, if no X-User-Id.',
+      }),
+    ),
+  },
+  open,
+)
+
+export const StopResult = t.Union([
+  t.Object({ stopped: t.Literal(true), message_id: t.String() }),
+  t.Object({ stopped: t.Literal(false) }),
+])
+
+export const StreamStatus = t.Union([
+  t.Object({
+    conversation_id: t.String({ format: 'uuid' }),
+    streaming: t.Literal(true),
+    message_id: t.String(),
+    token: t.String({ description: 'A fresh resume token (x-conduit-token).' }),
+    offset: t.Integer({ minimum: 0, description: 'Items streamed so far.' }),
+  }),
+  t.Object({ conversation_id: t.String({ format: 'uuid' }), streaming: t.Literal(false) }),
+])
+
 /** OpenAPI description of an SSE answer, which no schema validates. */
 export const eventStreamResponse = {
   description: 'Server-Sent Events in the delta_encoding v1 format, ending with `data: [DONE]`.',

@@ -1,27 +1,38 @@
-// The conversation service: what the HTTP routes call. It wires the actor
-// registry, turns, resumable logs and cached reads together; it takes its
-// dependencies as parameters and knows nothing of HTTP.
+// The conversation service: what the HTTP routes call. It accepts sends onto
+// the turn runner, serves turn logs to streams and resumes, stops turns and
+// reports stream status, and answers cached reads. It takes its dependencies
+// as parameters and knows nothing of HTTP.
 import { randomUUID } from 'node:crypto'
-import { notFound, unauthorized, validationFailed } from '../errors.ts'
+import { notFound, tooManyRequests, unauthorized, validationFailed } from '../errors.ts'
+import type { ConversationLeases } from '../state/conversation-leases.ts'
+import type { StopChannel } from '../state/stop-channel.ts'
+import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import type { ListPage } from './list-cache.ts'
 import type { ModelProvider } from './model/provider.ts'
 import { conversationDetail, conversationList } from './reads.ts'
-import { ActorRegistry } from './registry.ts'
+import { isOwnConversation } from './repository.ts'
 import { createResumeTokens } from './resume-token.ts'
-import { acceptTurn, runReply, type SendInput } from './turn.ts'
-import type { TurnLog } from './turn-log.ts'
-import { TurnLogs } from './turn-logs.ts'
+import { createTurnRunner } from './runner.ts'
+import { acceptTurn } from './turn/accept.ts'
+import type { TurnDeps } from './turn/deps.ts'
+import { nextTurn, runningTurn } from './turn-repository.ts'
 
 export interface ConversationServiceOptions {
   db: Db
   cache: Cache
   model: ModelProvider
   resumeTokenSecret: string
-  actorIdleMs: number
-  maxActors: number
-  resumeRetentionMs: number
+  logs: TurnLogStore
+  leases: ConversationLeases
+  stops: StopChannel
+  /** Lease lifetime: a dead instance's turns are taken over after about this long. */
+  leaseMs: number
+  /** Most conversations this process runs turns for at once; past it a send is a 429. */
+  maxConversations: number
+  /** With in-process logs: how often a streaming reply is saved to the database. */
+  checkpointMs?: number
   newId?: () => string
   warn?: (message: string, error: unknown) => void
 }
@@ -34,10 +45,9 @@ export interface SendRequest {
   temperature?: number
 }
 
-/** A stream to answer with: the turn's log read from an offset. */
+/** A stream to answer with: a turn's log from an offset, following it live. */
 export interface TurnStream {
-  log: TurnLog
-  offset: number
+  read(signal: AbortSignal): AsyncGenerator<string>
 }
 
 export interface ResumeRequest {
@@ -48,6 +58,10 @@ export interface ResumeRequest {
   userId: string | undefined
 }
 
+export type StreamStatus =
+  | { conversation_id: string; streaming: false }
+  | { conversation_id: string; streaming: true; message_id: string; token: string; offset: number }
+
 export type ConversationService = ReturnType<typeof createConversationService>
 
 const defaultWarn = (message: string, error: unknown) =>
@@ -56,66 +70,111 @@ const defaultWarn = (message: string, error: unknown) =>
 export function createConversationService(options: ConversationServiceOptions) {
   const warn = options.warn ?? defaultWarn
   const newId = options.newId ?? randomUUID
-  const logs = new TurnLogs(options.resumeRetentionMs)
-  const registry = new ActorRegistry({ idleMs: options.actorIdleMs, maxActors: options.maxActors })
-  const stopping = new AbortController()
-  const deps = {
-    db: options.db,
+  const { db, logs } = options
+  const deps: TurnDeps = {
+    db,
     cache: options.cache,
     model: options.model,
     tokens: createResumeTokens(options.resumeTokenSecret),
     logs,
     newId,
     warn,
+    checkpointMs: options.checkpointMs ?? 1_000,
+  }
+  const runner = createTurnRunner({
+    ...deps,
+    leases: options.leases,
+    stops: options.stops,
+    leaseMs: options.leaseMs,
+  })
+
+  /** Sends to one conversation accepted here, chained so they queue in arrival order. */
+  const accepting = new Map<string, Promise<unknown>>()
+  function inArrivalOrder<T>(conversationId: string, accept: () => Promise<T>): Promise<T> {
+    const accepted = (accepting.get(conversationId) ?? Promise.resolve()).then(accept, accept)
+    const settled = accepted.catch(() => {})
+    accepting.set(conversationId, settled)
+    void settled.then(() => {
+      if (accepting.get(conversationId) === settled) accepting.delete(conversationId)
+    })
+    return accepted
+  }
+
+  const streamOf = (messageId: string, offset: number): TurnStream => ({
+    read: (signal) => logs.read(messageId, offset, signal),
+  })
+
+  async function requireOwn(userId: string, conversationId: string) {
+    if (!(await isOwnConversation(db, conversationId, userId)))
+      throw notFound('Conversation not found.')
   }
 
   return {
     /**
-     * Queues a turn on the conversation's actor and resolves with its stream
-     * once the user messages are stored; rejects with 404/409/429 before that.
+     * Accepts a send (404/409 before any stream) and answers with its turn's
+     * stream from the first item; the turn runs wherever the conversation's
+     * lease is held, after the turns accepted before it.
      */
-    send(request: SendRequest): Promise<TurnStream> {
-      const input: SendInput = {
-        userId: request.userId,
-        conversationId: request.conversationId ?? newId(),
-        isNew: request.conversationId === undefined,
-        messages: request.messages.map((message) => ({
-          id: message.id ?? newId(),
-          parts: message.parts,
-        })),
-        temperature: request.temperature,
-      }
-      const actor = registry.get(input.conversationId)
-      return new Promise<TurnStream>((resolve, reject) => {
-        actor
-          .enqueue(async () => {
-            const turn = await acceptTurn(deps, input).catch((error: unknown) => {
-              reject(error)
-              return undefined
-            })
-            if (!turn) return
-            resolve({ log: turn.log, offset: 0 })
-            await runReply(deps, turn, stopping.signal)
-          })
-          .catch((error: unknown) => warn('turn crashed', error))
-      })
+    async send(request: SendRequest): Promise<TurnStream> {
+      if (runner.size >= options.maxConversations)
+        throw tooManyRequests('The server is busy with too many conversations; try again shortly.')
+      const conversationId = request.conversationId ?? newId()
+      const turn = await inArrivalOrder(conversationId, () =>
+        acceptTurn(deps, {
+          userId: request.userId,
+          conversationId,
+          isNew: request.conversationId === undefined,
+          messages: request.messages.map((message) => ({
+            id: message.id ?? newId(),
+            parts: message.parts,
+          })),
+          temperature: request.temperature,
+        }),
+      )
+      runner.accepted(turn.conversationId, turn.messageId, turn.inputs)
+      return streamOf(turn.messageId, 0)
     },
 
-    /** The stream of a turn from an offset, live or finished (CONTRACT §4.4). */
+    /** The stream of a turn from an offset, live or finished, from any instance (CONTRACT §4.4). */
     async resume(request: ResumeRequest): Promise<TurnStream> {
       const claims = await deps.tokens.verify(request.token)
       if (claims.conversationId !== request.conversationId)
         throw unauthorized('The resume token belongs to another conversation.')
       if (request.userId !== undefined && request.userId !== claims.userId)
         throw unauthorized('The resume token belongs to another user.')
-      const log = logs.get(claims.messageId)
-      if (!log || log.conversationId !== claims.conversationId)
+      const info = await logs.info(claims.messageId)
+      if (!info || info.conversationId !== claims.conversationId || info.userId !== claims.userId)
         throw notFound('This stream is no longer available.')
-      if (log.finishedAt !== undefined && request.offset > log.length)
+      if (info.finished && request.offset > info.length)
         throw validationFailed(
-          `The field "offset" is past the end of the stream (${log.length} items).`,
+          `The field "offset" is past the end of the stream (${info.length} items).`,
         )
-      return { log, offset: request.offset }
+      return streamOf(claims.messageId, request.offset)
+    },
+
+    /** Stops the conversation's running turn wherever it runs (CONTRACT §12). */
+    async stop(userId: string, conversationId: string) {
+      await requireOwn(userId, conversationId)
+      const turn = await runningTurn(db, conversationId)
+      if (!turn) return { stopped: false as const }
+      await options.stops.publish({ conversationId, messageId: turn.messageId })
+      return { stopped: true as const, message_id: turn.messageId }
+    },
+
+    /** Whether a turn streams now, with what a reloaded page needs to resume it (CONTRACT §12). */
+    async streamStatus(userId: string, conversationId: string): Promise<StreamStatus> {
+      await requireOwn(userId, conversationId)
+      const idle = { conversation_id: conversationId, streaming: false as const }
+      const turn = (await runningTurn(db, conversationId)) ?? (await nextTurn(db, conversationId))
+      const info = turn && (await logs.info(turn.messageId))
+      if (!turn || !info || info.finished) return idle
+      return {
+        conversation_id: conversationId,
+        streaming: true,
+        message_id: turn.messageId,
+        token: await deps.tokens.sign({ userId, conversationId, messageId: turn.messageId }),
+        offset: info.length,
+      }
     },
 
     list: (userId: string, page: ListPage) => conversationList(deps, userId, page),
@@ -123,18 +182,16 @@ export function createConversationService(options: ConversationServiceOptions) {
     detail: (userId: string, conversationId: string) =>
       conversationDetail(deps, userId, conversationId),
 
-    /** Resolves when every queued turn has finished (shutdown, tests). */
-    whenIdle: () => registry.whenIdle(),
+    /**
+     * Starts looking for turns whose runner died (a crashed process, another
+     * instance): the entry point calls it once the service may take traffic.
+     */
+    startRecovery: () => runner.startSweeping(),
 
-    /** Waits up to graceMs for running turns, then cancels what is left. */
-    async close(graceMs = 0): Promise<void> {
-      const idle = registry.whenIdle()
-      const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref?.())
-      await Promise.race([idle, timeout])
-      stopping.abort()
-      await idle
-      registry.close()
-      logs.close()
-    },
+    /** Resolves when this process runs no turn (tests). */
+    whenIdle: () => runner.whenIdle(),
+
+    /** Waits up to graceMs for running turns, then stops what is left (stored as interrupted). */
+    close: (graceMs = 0) => runner.close(graceMs),
   }
 }

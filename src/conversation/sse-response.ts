@@ -1,6 +1,7 @@
-// Answers an HTTP request with a turn log read as Server-Sent Events: bytes are
-// copied as they were encoded, a `: ping` comment fills every silence of
-// keepaliveMs, and a client going away only ends this subscription.
+// Answers an HTTP request with a turn log read as Server-Sent Events: frames
+// are sent as they were encoded, a `: ping` comment fills every silence of
+// keepaliveMs (from the first moment: a queued send gets its headers and pings
+// at once), and a client going away only ends this subscription.
 import { KEEPALIVE } from './encoding.ts'
 import type { TurnStream } from './service.ts'
 
@@ -9,6 +10,8 @@ export const SSE_HEADERS = {
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
 } as const
+
+const encoder = new TextEncoder()
 
 export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
   const cancelled = new AbortController()
@@ -27,7 +30,7 @@ export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
         Math.max(10, Math.floor(keepaliveMs / 3)),
       )
       try {
-        for await (const item of stream.log.subscribe(stream.offset, cancelled.signal)) write(item)
+        for await (const frame of stream.read(cancelled.signal)) write(encoder.encode(frame))
         if (!cancelled.signal.aborted) controller.close()
       } catch {
         // The client went away while we wrote; the turn goes on without it.

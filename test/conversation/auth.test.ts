@@ -2,6 +2,7 @@
 // counts, its `sub` is the user, and a differing body user_id is 403.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
+import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
   dataOf,
@@ -14,94 +15,109 @@ import {
 } from '../support/conversation-app.ts'
 
 const SECRET = 'jwt-test-secret'
-let t: TestApp
-beforeAll(async () => {
-  t = await conversationApp({ env: { AUTH_JWT_SECRET: SECRET } })
-})
-
-const token = (sub: string, secret = SECRET, expiresAt: string | number = '1h', alg = 'HS256') =>
-  new SignJWT({})
-    .setProtectedHeader({ alg })
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime(expiresAt)
-    .sign(new TextEncoder().encode(secret))
-
-const bearer = async (sub: string) => ({ authorization: `Bearer ${await token(sub)}` })
-
-describe('JWT mode', () => {
-  test('the token’s sub is the user of sends and reads', async () => {
-    const user = newUser()
-    const response = await post(
-      t.app,
-      '/backend-api/f/conversation',
-      { messages: [textMessage('hi')] },
-      await bearer(user),
-    )
-    expect(response.status).toBe(200)
-    const cid = dataOf<{ conversation_id: string }>(
-      framesOf(await response.text())[1],
-    ).conversation_id
-    const list = await get(t.app, '/backend-api/conversations', await bearer(user))
-    expect(((await list.json()) as { items: { id: string }[] }).items.map((i) => i.id)).toEqual([
-      cid,
-    ])
-    const detail = await get(t.app, `/backend-api/conversation/${cid}`, await bearer(user))
-    expect(detail.status).toBe(200)
-    // X-User-Id cannot override the token: naming another user is refused.
-    const spoofed = await get(t.app, `/backend-api/conversation/${cid}`, {
-      ...(await bearer(newUser())),
-      'x-user-id': user,
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    let t: TestApp
+    beforeAll(async () => {
+      t = await conversationApp({ backend, env: { AUTH_JWT_SECRET: SECRET } })
     })
-    expect(spoofed.status).toBe(403)
-    const stranger = await get(t.app, `/backend-api/conversation/${cid}`, await bearer(newUser()))
-    expect(stranger.status).toBe(404)
-  })
 
-  test('a body user_id that differs from sub is 403 and stores nothing', async () => {
-    const user = newUser()
-    const other = newUser()
-    const response = await post(
-      t.app,
-      '/backend-api/f/conversation',
-      { user_id: other, messages: [textMessage('hi')] },
-      await bearer(user),
-    )
-    expect(response.status).toBe(403)
-    expect(((await response.json()) as { code: string }).code).toBe('forbidden')
-    const rows = await t.db.query('SELECT id FROM users WHERE id = $1 OR id = $2', [user, other])
-    expect(rows).toEqual([])
-  })
+    const token = (
+      sub: string,
+      secret = SECRET,
+      expiresAt: string | number = '1h',
+      alg = 'HS256',
+    ) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg })
+        .setSubject(sub)
+        .setIssuedAt()
+        .setExpirationTime(expiresAt)
+        .sign(new TextEncoder().encode(secret))
 
-  test('missing, malformed, expired, wrongly signed or unsigned tokens are 401', async () => {
-    const user = newUser()
-    const now = Math.floor(Date.now() / 1000)
-    const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(
-      JSON.stringify({ sub: user, exp: now + 3600 }),
-    ).toString('base64url')}.`
-    const cases: Record<string, string>[] = [
-      {},
-      { authorization: 'Bearer' },
-      { authorization: 'Bearer not-a-jwt' },
-      { authorization: `Basic ${btoa('user:pass')}` },
-      { authorization: `Bearer ${await token(user, SECRET, now - 10)}` },
-      { authorization: `Bearer ${await token(user, 'wrong-secret')}` },
-      { authorization: `Bearer ${await token(user, SECRET, '1h', 'HS512')}` },
-      { authorization: `Bearer ${unsigned}` },
-      { 'x-user-id': user },
-    ]
-    for (const headers of cases) {
-      const send = await post(
-        t.app,
-        '/backend-api/f/conversation',
-        { user_id: user, messages: [textMessage('x')] },
-        headers,
-      )
-      expect(send.status).toBe(401)
-      const body = (await send.json()) as { code: string; detail: string }
-      expect(body.code).toBe('unauthorized')
-      expect((await get(t.app, '/backend-api/conversations', headers)).status).toBe(401)
-    }
-    expect(await t.db.query('SELECT id FROM users WHERE id = $1', [user])).toEqual([])
+    const bearer = async (sub: string) => ({ authorization: `Bearer ${await token(sub)}` })
+
+    describe('JWT mode', () => {
+      test('the token’s sub is the user of sends and reads', async () => {
+        const user = newUser()
+        const response = await post(
+          t.app,
+          '/backend-api/f/conversation',
+          { messages: [textMessage('hi')] },
+          await bearer(user),
+        )
+        expect(response.status).toBe(200)
+        const cid = dataOf<{ conversation_id: string }>(
+          framesOf(await response.text())[1],
+        ).conversation_id
+        const list = await get(t.app, '/backend-api/conversations', await bearer(user))
+        expect(((await list.json()) as { items: { id: string }[] }).items.map((i) => i.id)).toEqual(
+          [cid],
+        )
+        const detail = await get(t.app, `/backend-api/conversation/${cid}`, await bearer(user))
+        expect(detail.status).toBe(200)
+        // X-User-Id cannot override the token: naming another user is refused.
+        const spoofed = await get(t.app, `/backend-api/conversation/${cid}`, {
+          ...(await bearer(newUser())),
+          'x-user-id': user,
+        })
+        expect(spoofed.status).toBe(403)
+        const stranger = await get(
+          t.app,
+          `/backend-api/conversation/${cid}`,
+          await bearer(newUser()),
+        )
+        expect(stranger.status).toBe(404)
+      })
+
+      test('a body user_id that differs from sub is 403 and stores nothing', async () => {
+        const user = newUser()
+        const other = newUser()
+        const response = await post(
+          t.app,
+          '/backend-api/f/conversation',
+          { user_id: other, messages: [textMessage('hi')] },
+          await bearer(user),
+        )
+        expect(response.status).toBe(403)
+        expect(((await response.json()) as { code: string }).code).toBe('forbidden')
+        const rows = await t.db.query('SELECT id FROM users WHERE id = $1 OR id = $2', [
+          user,
+          other,
+        ])
+        expect(rows).toEqual([])
+      })
+
+      test('missing, malformed, expired, wrongly signed or unsigned tokens are 401', async () => {
+        const user = newUser()
+        const now = Math.floor(Date.now() / 1000)
+        const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(
+          JSON.stringify({ sub: user, exp: now + 3600 }),
+        ).toString('base64url')}.`
+        const cases: Record<string, string>[] = [
+          {},
+          { authorization: 'Bearer' },
+          { authorization: 'Bearer not-a-jwt' },
+          { authorization: `Basic ${btoa('user:pass')}` },
+          { authorization: `Bearer ${await token(user, SECRET, now - 10)}` },
+          { authorization: `Bearer ${await token(user, 'wrong-secret')}` },
+          { authorization: `Bearer ${await token(user, SECRET, '1h', 'HS512')}` },
+          { authorization: `Bearer ${unsigned}` },
+          { 'x-user-id': user },
+        ]
+        for (const headers of cases) {
+          const send = await post(
+            t.app,
+            '/backend-api/f/conversation',
+            { user_id: user, messages: [textMessage('x')] },
+            headers,
+          )
+          expect(send.status).toBe(401)
+          const body = (await send.json()) as { code: string; detail: string }
+          expect(body.code).toBe('unauthorized')
+          expect((await get(t.app, '/backend-api/conversations', headers)).status).toBe(401)
+        }
+        expect(await t.db.query('SELECT id FROM users WHERE id = $1', [user])).toEqual([])
+      })
+    })
   })
-})

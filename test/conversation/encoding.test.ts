@@ -1,16 +1,21 @@
-// The pure v1 item builders: exact bytes of each item kind.
+// The pure v1 item builders: exact bytes of each item kind, and reading the
+// reply text back out of frames (what a new owner keeps of a dead runner's turn).
 import { expect, test } from 'bun:test'
 import {
+  appendedText,
+  appendItem,
   completionItem,
   deltaEncodingItem,
   doneItem,
-  encodeItem,
   errorItem,
+  firstTokenMarkerItem,
+  frameOf,
   KEEPALIVE,
 } from '../../src/conversation/encoding.ts'
 import { titleFrom } from '../../src/conversation/messages.ts'
 
 const bytes = (u: Uint8Array) => new TextDecoder().decode(u)
+const encodeItem = (item: Parameters<typeof frameOf>[0]) => new TextEncoder().encode(frameOf(item))
 
 test('items encode as event line, one data line, blank line', () => {
   expect(bytes(encodeItem(deltaEncodingItem()))).toBe('event: delta_encoding\ndata: "v1"\n\n')
@@ -28,9 +33,30 @@ test('a chunk with newlines stays on one data line', () => {
 })
 
 test('the completion patches', () => {
-  expect(bytes(encodeItem(completionItem('finished_successfully')))).toBe(
+  expect(frameOf(completionItem('stop'))).toBe(
     'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_successfully"},{"p":"/message/end_turn","o":"replace","v":true},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"stop"}}}]}\n\n',
   )
+  // A stop (CONTRACT §12): a finished reply, interrupted.
+  expect(frameOf(completionItem('interrupted'))).toBe(
+    'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_successfully"},{"p":"/message/end_turn","o":"replace","v":true},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"interrupted"}}}]}\n\n',
+  )
+  expect(frameOf(completionItem('error'))).toBe(
+    'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_partial_completion"},{"p":"/message/end_turn","o":"replace","v":false},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"error"}}}]}\n\n',
+  )
+})
+
+test('appendedText reads back exactly the appended chunks, ignoring every other item', () => {
+  const chunks = ['Hello ', 'wörld\n', '"quoted" ', 'event: delta\ndata: x', '😀']
+  const frames = [
+    frameOf(deltaEncodingItem()),
+    frameOf(firstTokenMarkerItem('c', 'm')),
+    ...chunks.map((chunk) => frameOf(appendItem(chunk))),
+    frameOf(errorItem('c', 'm', 'oops', 'interrupted')),
+    frameOf(completionItem('error')),
+    frameOf(doneItem()),
+  ]
+  expect(appendedText(frames)).toBe(chunks.join(''))
+  expect(appendedText([])).toBe('')
 })
 
 test('titles: one line, at most 80 characters, surrogate pairs intact', () => {

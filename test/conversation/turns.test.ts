@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { contextKey } from '../../src/conversation/cache-keys.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
+import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
   dataOf,
@@ -15,149 +16,161 @@ import {
   textMessage,
 } from '../support/conversation-app.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await conversationApp()
-})
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    let t: TestApp
+    beforeAll(async () => {
+      t = await conversationApp({ backend })
+    })
 
-interface History {
-  messages: { id: string; role: string; content: { parts: string[] } }[]
-}
-const history = async (app: TestApp, user: string, cid: string) =>
-  (await (
-    await get(app.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
-  ).json()) as History
+    interface History {
+      messages: { id: string; role: string; content: { parts: string[] } }[]
+    }
+    const history = async (app: TestApp, user: string, cid: string) =>
+      (await (
+        await get(app.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+      ).json()) as History
 
-test('concurrent sends to one conversation are applied in arrival order, none lost', async () => {
-  const user = newUser()
-  const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('start')] })
-  const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
-  const sends = Array.from({ length: 6 }, (_, i) =>
-    post(t.app, '/backend-api/f/conversation', {
-      user_id: user,
-      conversation_id: cid,
-      messages: [textMessage(`message ${i}`, `c-${i}`)],
-    }).then((response) => response.text()),
-  )
-  const bodies = await Promise.all(sends)
-  for (const body of bodies) expect(body.endsWith('data: [DONE]\n\n')).toBe(true)
-  const { messages } = await history(t, user, cid)
-  expect(messages).toHaveLength(14)
-  // Strictly alternating: no reply interleaves with another send.
-  expect(messages.map((m) => m.role)).toEqual(
-    Array.from({ length: 14 }, (_, i) => (i % 2 ? 'assistant' : 'user')),
-  )
-  expect(messages.filter((m) => m.role === 'user').map((m) => m.id)).toEqual([
-    messages[0]?.id ?? 'missing',
-    'c-0',
-    'c-1',
-    'c-2',
-    'c-3',
-    'c-4',
-    'c-5',
-  ])
-})
+    test('concurrent sends to one conversation are applied in arrival order, none lost', async () => {
+      const user = newUser()
+      const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('start')] })
+      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const sends = Array.from({ length: 6 }, (_, i) =>
+        post(t.app, '/backend-api/f/conversation', {
+          user_id: user,
+          conversation_id: cid,
+          messages: [textMessage(`message ${i}`, `c-${i}`)],
+        }).then((response) => response.text()),
+      )
+      const bodies = await Promise.all(sends)
+      for (const body of bodies) expect(body.endsWith('data: [DONE]\n\n')).toBe(true)
+      const { messages } = await history(t, user, cid)
+      expect(messages).toHaveLength(14)
+      // Strictly alternating: no reply interleaves with another send.
+      expect(messages.map((m) => m.role)).toEqual(
+        Array.from({ length: 14 }, (_, i) => (i % 2 ? 'assistant' : 'user')),
+      )
+      expect(messages.filter((m) => m.role === 'user').map((m) => m.id)).toEqual([
+        messages[0]?.id ?? 'missing',
+        'c-0',
+        'c-1',
+        'c-2',
+        'c-3',
+        'c-4',
+        'c-5',
+      ])
+    })
 
-describe('the context list', () => {
-  test('holds the last 20 messages as JSON, expiring after a day', async () => {
-    const user = newUser()
-    const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('m0')] })
-    const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
-    for (let i = 1; i < 12; i++)
-      await sendAndRead(t.app, {
-        user_id: user,
-        conversation_id: cid,
-        messages: [textMessage(`m${i}`)],
+    describe('the context list', () => {
+      test('holds the last 20 messages as JSON, expiring after a day', async () => {
+        const user = newUser()
+        const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('m0')] })
+        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        for (let i = 1; i < 12; i++)
+          await sendAndRead(t.app, {
+            user_id: user,
+            conversation_id: cid,
+            messages: [textMessage(`m${i}`)],
+          })
+        const entries = await t.cache.listAll(contextKey(cid))
+        expect(entries).toHaveLength(20)
+        const ttl = await t.cache.ttl(contextKey(cid))
+        expect(ttl).toBeGreaterThan(86_000)
+        expect(ttl).toBeLessThanOrEqual(86_400)
+        const stored = (await history(t, user, cid)).messages.slice(-20)
+        expect(entries.map((e) => (JSON.parse(e) as { id: string }).id)).toEqual(
+          stored.map((m) => m.id),
+        )
       })
-    const entries = await t.cache.listAll(contextKey(cid))
-    expect(entries).toHaveLength(20)
-    const ttl = await t.cache.ttl(contextKey(cid))
-    expect(ttl).toBeGreaterThan(86_000)
-    expect(ttl).toBeLessThanOrEqual(86_400)
-    const stored = (await history(t, user, cid)).messages.slice(-20)
-    expect(entries.map((e) => (JSON.parse(e) as { id: string }).id)).toEqual(
-      stored.map((m) => m.id),
-    )
-  })
 
-  test('is rebuilt from the database when the cache lost it', async () => {
-    const user = newUser()
-    const first = await sendAndRead(t.app, {
-      user_id: user,
-      messages: [textMessage('remember this')],
+      test('is rebuilt from the database when the cache lost it', async () => {
+        const user = newUser()
+        const first = await sendAndRead(t.app, {
+          user_id: user,
+          messages: [textMessage('remember this')],
+        })
+        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        await t.cache.flush()
+        await sendAndRead(t.app, {
+          user_id: user,
+          conversation_id: cid,
+          messages: [textMessage('and this')],
+        })
+        const entries = (await t.cache.listAll(contextKey(cid))).map(
+          (e) => JSON.parse(e) as { role: string },
+        )
+        expect(entries.map((e) => e.role)).toEqual(['user', 'assistant', 'user', 'assistant'])
+      })
     })
-    const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
-    await t.cache.flush()
-    await sendAndRead(t.app, {
-      user_id: user,
-      conversation_id: cid,
-      messages: [textMessage('and this')],
-    })
-    const entries = (await t.cache.listAll(contextKey(cid))).map(
-      (e) => JSON.parse(e) as { role: string },
-    )
-    expect(entries.map((e) => e.role)).toEqual(['user', 'assistant', 'user', 'assistant'])
-  })
-})
 
-describe('a model that fails mid-stream', () => {
-  let server: ReturnType<typeof Bun.serve>
-  let failing: TestApp
-  beforeAll(async () => {
-    // A small OpenAI-compatible server that sends two chunks, then an error.
-    server = Bun.serve({
-      port: 0,
-      hostname: '127.0.0.1',
-      fetch: () =>
-        new Response(
-          'data: {"choices":[{"delta":{"content":"Partial "}}]}\n\n' +
-            'data: {"choices":[{"delta":{"content":"answer"}}]}\n\n' +
-            'data: {"error":{"message":"upstream overloaded"}}\n\n',
-          { headers: { 'content-type': 'text/event-stream' } },
-        ),
-    })
-    failing = await conversationApp({
-      model: createOpenAiModel({
-        slug: 'gpt-test',
-        baseUrl: `http://127.0.0.1:${server.port}`,
-        timeoutMs: 2_000,
-      }),
-    })
-  })
-  afterAll(() => server.stop(true))
+    describe('a model that fails mid-stream', () => {
+      let server: ReturnType<typeof Bun.serve>
+      let failing: TestApp
+      beforeAll(async () => {
+        // A small OpenAI-compatible server that sends two chunks, then an error.
+        server = Bun.serve({
+          port: 0,
+          hostname: '127.0.0.1',
+          fetch: () =>
+            new Response(
+              'data: {"choices":[{"delta":{"content":"Partial "}}]}\n\n' +
+                'data: {"choices":[{"delta":{"content":"answer"}}]}\n\n' +
+                'data: {"error":{"message":"upstream overloaded"}}\n\n',
+              { headers: { 'content-type': 'text/event-stream' } },
+            ),
+        })
+        failing = await conversationApp({
+          backend,
+          model: createOpenAiModel({
+            slug: 'gpt-test',
+            baseUrl: `http://127.0.0.1:${server.port}`,
+            timeoutMs: 2_000,
+          }),
+        })
+      })
+      afterAll(() => server.stop(true))
 
-  test('streams the error item, a partial completion, and stores the partial reply', async () => {
-    const user = newUser()
-    const { response, frames } = await sendAndRead(failing.app, {
-      user_id: user,
-      messages: [textMessage('hi')],
+      test('streams the error item, a partial completion, and stores the partial reply', async () => {
+        const user = newUser()
+        const { response, frames } = await sendAndRead(failing.app, {
+          user_id: user,
+          messages: [textMessage('hi')],
+        })
+        expect(response.status).toBe(200)
+        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const aid = dataOf<{ v: { message: { id: string; metadata: { model_slug: string } } } }>(
+          frames[3],
+        ).v.message
+        expect(aid.metadata.model_slug).toBe('gpt-test')
+        const tail = frames.slice(-5).map((f) => f.raw)
+        expect(tail[0]).toBe(
+          `event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/content/parts/0","o":"append","v":"answer"}]}\n\n`,
+        )
+        const error = dataOf<Record<string, string>>(frames.at(-4))
+        expect(Object.keys(error)).toEqual([
+          'type',
+          'conversation_id',
+          'message_id',
+          'code',
+          'detail',
+        ])
+        expect(error).toMatchObject({
+          type: 'error',
+          conversation_id: cid,
+          message_id: aid.id,
+          code: 'model_error',
+        })
+        expect(error.detail).toContain('upstream overloaded')
+        expect(tail[2]).toBe(
+          'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_partial_completion"},{"p":"/message/end_turn","o":"replace","v":false},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"error"}}}]}\n\n',
+        )
+        expect(tail[3]).toBe(
+          `data: {"type":"message_stream_complete","conversation_id":"${cid}"}\n\n`,
+        )
+        expect(tail[4]).toBe('data: [DONE]\n\n')
+        const { messages } = await history(failing, user, cid)
+        expect(messages.map((m) => m.role)).toEqual(['user', 'assistant'])
+        expect(messages[1]?.content.parts).toEqual(['Partial answer'])
+      })
     })
-    expect(response.status).toBe(200)
-    const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
-    const aid = dataOf<{ v: { message: { id: string; metadata: { model_slug: string } } } }>(
-      frames[3],
-    ).v.message
-    expect(aid.metadata.model_slug).toBe('gpt-test')
-    const tail = frames.slice(-5).map((f) => f.raw)
-    expect(tail[0]).toBe(
-      `event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/content/parts/0","o":"append","v":"answer"}]}\n\n`,
-    )
-    const error = dataOf<Record<string, string>>(frames.at(-4))
-    expect(Object.keys(error)).toEqual(['type', 'conversation_id', 'message_id', 'code', 'detail'])
-    expect(error).toMatchObject({
-      type: 'error',
-      conversation_id: cid,
-      message_id: aid.id,
-      code: 'model_error',
-    })
-    expect(error.detail).toContain('upstream overloaded')
-    expect(tail[2]).toBe(
-      'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_partial_completion"},{"p":"/message/end_turn","o":"replace","v":false},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"error"}}}]}\n\n',
-    )
-    expect(tail[3]).toBe(`data: {"type":"message_stream_complete","conversation_id":"${cid}"}\n\n`)
-    expect(tail[4]).toBe('data: [DONE]\n\n')
-    const { messages } = await history(failing, user, cid)
-    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant'])
-    expect(messages[1]?.content.parts).toEqual(['Partial answer'])
   })
-})

@@ -1,9 +1,10 @@
 // With the database unreachable, the conversation API answers 503 with the
 // §3 body (no driver text), and a cache hit is still served.
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey } from '../../src/conversation/cache-keys.ts'
 import { isDatabaseUnavailable } from '../../src/storage/db.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
+import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
   get,
@@ -15,46 +16,51 @@ import {
 
 // Port 1 on loopback: nothing listens there, so connecting fails at once.
 const deadDb = createPostgresDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
-let t: TestApp
-beforeAll(async () => {
-  t = await conversationApp({ db: deadDb })
-})
 afterAll(() => deadDb.close())
 
-async function expectUnavailable(response: Response) {
-  expect(response.status).toBe(503)
-  expect(await response.json()).toEqual({
-    detail: 'The database is unavailable; try again shortly.',
-    code: 'service_unavailable',
+// The cache is the backend's own: a cache hit is served without the database.
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    let t: TestApp
+    beforeAll(async () => {
+      t = await conversationApp({ backend, db: deadDb })
+    })
+
+    async function expectUnavailable(response: Response) {
+      expect(response.status).toBe(503)
+      expect(await response.json()).toEqual({
+        detail: 'The database is unavailable; try again shortly.',
+        code: 'service_unavailable',
+      })
+    }
+
+    test('a send is 503', async () => {
+      await expectUnavailable(
+        await post(t.app, '/backend-api/f/conversation', {
+          user_id: newUser(),
+          messages: [textMessage('anyone there?')],
+        }),
+      )
+    })
+
+    test('reads that miss the cache are 503', async () => {
+      const headers = { 'x-user-id': newUser() }
+      await expectUnavailable(await get(t.app, '/backend-api/conversations', headers))
+      await expectUnavailable(
+        await get(t.app, `/backend-api/conversation/${crypto.randomUUID()}`, headers),
+      )
+    })
+
+    test('a history cache hit does not need the database', async () => {
+      const user = newUser()
+      const cid = crypto.randomUUID()
+      const body = JSON.stringify({ conversation_id: cid, messages: [] })
+      await t.cache.set(historyKey(cid), `{"owner":${JSON.stringify(user)},"body":${body}}`, 600)
+      const response = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+      expect(response.status).toBe(200)
+      expect(await response.text()).toBe(body)
+    })
   })
-}
-
-test('a send is 503', async () => {
-  await expectUnavailable(
-    await post(t.app, '/backend-api/f/conversation', {
-      user_id: newUser(),
-      messages: [textMessage('anyone there?')],
-    }),
-  )
-})
-
-test('reads that miss the cache are 503', async () => {
-  const headers = { 'x-user-id': newUser() }
-  await expectUnavailable(await get(t.app, '/backend-api/conversations', headers))
-  await expectUnavailable(
-    await get(t.app, `/backend-api/conversation/${crypto.randomUUID()}`, headers),
-  )
-})
-
-test('a history cache hit does not need the database', async () => {
-  const user = newUser()
-  const cid = crypto.randomUUID()
-  const body = JSON.stringify({ conversation_id: cid, messages: [] })
-  await t.cache.set(historyKey(cid), `{"owner":${JSON.stringify(user)},"body":${body}}`, 600)
-  const response = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
-  expect(response.status).toBe(200)
-  expect(await response.text()).toBe(body)
-})
 
 test('statement errors are not mistaken for an outage', () => {
   expect(isDatabaseUnavailable({ code: '23505' })).toBe(false)

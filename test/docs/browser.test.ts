@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { type Browser, chromium, type Page } from 'playwright-core'
+import { embeddedBackend } from '../support/backends.ts'
 import { conversationApp, type TestApp } from '../support/conversation-app.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -41,8 +42,9 @@ describe.skipIf(!hasChromium)('docs pages in Chromium', () => {
   let base: string
 
   beforeAll(async () => {
-    // The real APP_VARIANT=full application (src/app.ts).
-    const { app } = await conversationApp()
+    // The real APP_VARIANT=full application (src/app.ts). The pages read no
+    // stored data, so the embedded backend is enough: it runs once.
+    const { app } = await conversationApp({ backend: embeddedBackend })
     server = app.listen({ port: 0, hostname: '127.0.0.1' })
     base = `http://127.0.0.1:${server.server?.port}`
     browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })

@@ -25,7 +25,10 @@ export function fullDocsApp(deps: { db: Db; cache: Cache }) {
     })
 }
 
-export function variantDocsApp(variant: ExampleVariant, deps: { db?: Db; cache?: Cache } = {}) {
+export function variantDocsApp(
+  variant: ExampleVariant,
+  deps: { db?: Db; cache?: Cache; counters?: Cache } = {},
+) {
   return new Elysia({ normalize: false })
     .use(errorHandler)
     .use(bodyLimit)

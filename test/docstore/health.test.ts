@@ -7,7 +7,7 @@ import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
-import { TEST_DATABASE_URL, TEST_REDIS_URL, testCache, testDb } from '../support/backends.ts'
+import { appBackends } from '../support/backends.ts'
 import { call, docstoreApp } from './harness.ts'
 
 interface HealthBody {
@@ -17,12 +17,6 @@ interface HealthBody {
   database: string
   cache: string
 }
-
-let db: Db
-// The first open of the shared test database can take several seconds (PGlite).
-beforeAll(async () => {
-  db = await testDb()
-}, 60_000)
 
 /** A Db whose every call fails with the given error. */
 function brokenDb(message: string): Db {
@@ -39,76 +33,91 @@ function brokenDb(message: string): Db {
   }
 }
 
-describe('GET /', () => {
-  test('names the service', async () => {
-    const reply = await call(docstoreApp({ db, cache: testCache() }), 'GET', '/')
-    expect(reply.status).toBe(200)
-    expect(reply.body).toEqual({ service: 'conduit', status: 'running' })
-  })
-})
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    let db: Db
+    // The first open of the shared test database can take several seconds (PGlite).
+    beforeAll(async () => {
+      db = await backend.db()
+    }, 60_000)
 
-describe('GET /health', () => {
-  test('healthy: both dependencies connected, and which kinds they are', async () => {
-    const cache = testCache()
-    const reply = await call<HealthBody>(docstoreApp({ db, cache }), 'GET', '/health')
-    expect(reply.status).toBe(200)
-    expect(reply.body).toEqual({
-      api: 'healthy',
-      postgres: 'connected',
-      redis: 'connected',
-      database: TEST_DATABASE_URL ? 'postgres' : 'embedded',
-      cache: TEST_REDIS_URL ? 'redis' : 'memory',
+    describe('GET /', () => {
+      test('names the service', async () => {
+        const reply = await call(docstoreApp({ db, cache: backend.cache() }), 'GET', '/')
+        expect(reply.status).toBe(200)
+        expect(reply.body).toEqual({ service: 'conduit', status: 'running' })
+      })
+    })
+
+    describe('GET /health', () => {
+      test('healthy: both dependencies connected, and which kinds they are', async () => {
+        const cache = backend.cache()
+        const reply = await call<HealthBody>(docstoreApp({ db, cache }), 'GET', '/health')
+        expect(reply.status).toBe(200)
+        expect(reply.body).toEqual({
+          api: 'healthy',
+          postgres: 'connected',
+          redis: 'connected',
+          database: backend.name === 'real' ? 'postgres' : 'embedded',
+          cache: backend.name === 'real' ? 'redis' : 'memory',
+        })
+      })
+
+      test('database unreachable: 503 with a short error', async () => {
+        const unreachable = createPostgresDb('postgres://postgres:pg-s3cret@127.0.0.1:1/nothing', {
+          max: 1,
+        })
+        try {
+          const reply = await call<HealthBody>(
+            docstoreApp({ db: unreachable, cache: createMemoryCache() }),
+            'GET',
+            '/health',
+          )
+          expect(reply.status).toBe(503)
+          expect(reply.body.api).toBe('healthy')
+          expect(reply.body.postgres).toMatch(/^error: .+/)
+          expect(reply.body.redis).toBe('connected')
+          expect(JSON.stringify(reply.body)).not.toContain('pg-s3cret')
+        } finally {
+          await unreachable.close()
+        }
+      })
+
+      test('a failure message never carries a connection string', async () => {
+        const reply = await call<HealthBody>(
+          docstoreApp({
+            db: brokenDb(
+              'could not reach postgres://admin:hunter2@db.internal:5432/app\n  at line 2',
+            ),
+            cache: createMemoryCache(),
+          }),
+          'GET',
+          '/health',
+        )
+        expect(reply.status).toBe(503)
+        expect(reply.body.postgres).toBe('error: could not reach <url> at line 2')
+      })
+
+      test('cache unreachable: still 200, redis disconnected', async () => {
+        const deadCache: Cache = createRedisCache('redis://127.0.0.1:1')
+        try {
+          const started = Date.now()
+          const reply = await call<HealthBody>(
+            docstoreApp({ db, cache: deadCache }),
+            'GET',
+            '/health',
+          )
+          expect(reply.status).toBe(200)
+          expect(reply.body.postgres).toBe('connected')
+          expect(reply.body.redis).toBe('disconnected')
+          expect(reply.body.cache).toBe('redis')
+          expect(Date.now() - started).toBeLessThan(5_000)
+        } finally {
+          await deadCache.close()
+        }
+      })
     })
   })
-
-  test('database unreachable: 503 with a short error', async () => {
-    const unreachable = createPostgresDb('postgres://postgres:pg-s3cret@127.0.0.1:1/nothing', {
-      max: 1,
-    })
-    try {
-      const reply = await call<HealthBody>(
-        docstoreApp({ db: unreachable, cache: createMemoryCache() }),
-        'GET',
-        '/health',
-      )
-      expect(reply.status).toBe(503)
-      expect(reply.body.api).toBe('healthy')
-      expect(reply.body.postgres).toMatch(/^error: .+/)
-      expect(reply.body.redis).toBe('connected')
-      expect(JSON.stringify(reply.body)).not.toContain('pg-s3cret')
-    } finally {
-      await unreachable.close()
-    }
-  })
-
-  test('a failure message never carries a connection string', async () => {
-    const reply = await call<HealthBody>(
-      docstoreApp({
-        db: brokenDb('could not reach postgres://admin:hunter2@db.internal:5432/app\n  at line 2'),
-        cache: createMemoryCache(),
-      }),
-      'GET',
-      '/health',
-    )
-    expect(reply.status).toBe(503)
-    expect(reply.body.postgres).toBe('error: could not reach <url> at line 2')
-  })
-
-  test('cache unreachable: still 200, redis disconnected', async () => {
-    const deadCache: Cache = createRedisCache('redis://127.0.0.1:1')
-    try {
-      const started = Date.now()
-      const reply = await call<HealthBody>(docstoreApp({ db, cache: deadCache }), 'GET', '/health')
-      expect(reply.status).toBe(200)
-      expect(reply.body.postgres).toBe('connected')
-      expect(reply.body.redis).toBe('disconnected')
-      expect(reply.body.cache).toBe('redis')
-      expect(Date.now() - started).toBeLessThan(5_000)
-    } finally {
-      await deadCache.close()
-    }
-  })
-})
 
 describe('safeErrorMessage', () => {
   test('cuts URLs and passwords, keeps one short line', () => {

@@ -1,8 +1,10 @@
 // The storage backends tests run against: the embedded ones always, and the
 // real Postgres / Redis when TEST_DATABASE_URL / TEST_REDIS_URL are set. One
-// database per test process (PGlite's first open is slow), in a fresh schema on
-// real Postgres; one random key prefix per cache, so runs never collide.
+// shared database per backend and test process (PGlite's first open is slow),
+// in a fresh schema on real Postgres; one random key prefix per Redis cache, so
+// runs never collide.
 import { randomBytes } from 'node:crypto'
+import { createMemoryState, openRedisState, type State } from '../../src/state/state.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
@@ -48,26 +50,88 @@ export async function openPglite(): Promise<Db> {
   return db
 }
 
-let shared: Promise<Db> | undefined
-
-/**
- * The process-wide test database: real Postgres when TEST_DATABASE_URL is set,
- * else in-memory PGlite. Tests share it, so they use unique ids of their own.
- */
-export function testDb(): Promise<Db> {
-  shared ??= TEST_DATABASE_URL ? openPostgresSchema(TEST_DATABASE_URL) : openPglite()
-  return shared
-}
-
-/** A cache with its own key prefix: real Redis when TEST_REDIS_URL is set, else in-process. */
-export function testCache(): Cache {
-  if (!TEST_REDIS_URL) return createMemoryCache()
-  const cache = createRedisCache(TEST_REDIS_URL, { keyPrefix: `${uniqueName('test')}:` })
+/** Real Redis under a key prefix of its own, flushed and closed after all tests. */
+function openRedisCache(url: string): Cache {
+  const cache = createRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
   cleanups.push(async () => {
     await cache.flush()
     await cache.close()
   })
   return cache
+}
+
+/**
+ * The storage an app-level suite runs on: one database shared by every suite
+ * of the process (so tests use unique ids of their own), and a new cache with
+ * keys of its own on each call.
+ */
+export interface AppBackend {
+  name: 'embedded' | 'real'
+  db: () => Promise<Db>
+  cache: () => Cache
+  /**
+   * Turn state shared by every app of the process on this backend, as every
+   * instance of a deployment shares it with the database.
+   */
+  state: () => Promise<State>
+}
+
+/** Turn logs stay resumable this long in tests (the service's minimum). */
+const RETENTION_MS = 600_000
+
+let embeddedDb: Promise<Db> | undefined
+let realDb: Promise<Db> | undefined
+let embeddedState: Promise<State> | undefined
+let realState: Promise<State> | undefined
+
+function sharedState(open: () => Promise<State>): Promise<State> {
+  const opened = open()
+  cleanups.push(async () => (await opened).close())
+  return opened
+}
+
+/** In-memory PGlite (opened once per process) and an in-process cache. */
+export const embeddedBackend: AppBackend = {
+  name: 'embedded',
+  db: () => {
+    embeddedDb ??= openPglite()
+    return embeddedDb
+  },
+  cache: () => createMemoryCache(),
+  state: () => {
+    embeddedState ??= sharedState(async () => createMemoryState({ retentionMs: RETENTION_MS }))
+    return embeddedState
+  },
+}
+
+/**
+ * Every app backend available here: embedded always, and real Postgres (one
+ * fresh schema per process) + Redis when TEST_DATABASE_URL and TEST_REDIS_URL
+ * are both set.
+ */
+export function appBackends(): AppBackend[] {
+  const backends = [embeddedBackend]
+  const dbUrl = TEST_DATABASE_URL
+  const redisUrl = TEST_REDIS_URL
+  if (dbUrl && redisUrl)
+    backends.push({
+      name: 'real',
+      db: () => {
+        realDb ??= openPostgresSchema(dbUrl)
+        return realDb
+      },
+      cache: () => openRedisCache(redisUrl),
+      state: () => {
+        realState ??= sharedState(() =>
+          openRedisState(redisUrl, {
+            retentionMs: RETENTION_MS,
+            keyPrefix: `${uniqueName('state')}:`,
+          }),
+        )
+        return realState
+      },
+    })
+  return backends
 }
 
 export interface Backend<T> {
@@ -87,17 +151,6 @@ export function dbBackends(): Backend<Db>[] {
 export function cacheBackends(): Backend<Cache>[] {
   const backends: Backend<Cache>[] = [{ name: 'memory', open: async () => createMemoryCache() }]
   const url = TEST_REDIS_URL
-  if (url)
-    backends.push({
-      name: 'redis',
-      open: async () => {
-        const cache = createRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
-        cleanups.push(async () => {
-          await cache.flush()
-          await cache.close()
-        })
-        return cache
-      },
-    })
+  if (url) backends.push({ name: 'redis', open: async () => openRedisCache(url) })
   return backends
 }

@@ -1,5 +1,6 @@
-// Builds the full application for conversation tests on the shared test
-// backends, with the local model at full speed, plus small HTTP helpers.
+// Builds the full application for conversation tests on one app backend (its
+// shared database and a cache of its own), with the local model at full speed,
+// plus small HTTP helpers.
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
@@ -7,35 +8,42 @@ import { createConversationService } from '../../src/conversation/service.ts'
 import { openModel } from '../../src/dependencies.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { testCache, testDb, uniqueName } from './backends.ts'
+import { type AppBackend, uniqueName } from './backends.ts'
 
 export interface TestAppOptions {
+  /** The storage to run on (see appBackends()). */
+  backend: AppBackend
   env?: Record<string, string>
   model?: ModelProvider
+  /** Instead of the backend's database (a counting or unreachable one). */
   db?: Db
+  /** Instead of a new cache of the backend's. */
   cache?: Cache
 }
 
-export async function conversationApp(options: TestAppOptions = {}) {
+export async function conversationApp(options: TestAppOptions) {
   const config = loadConfig({
     LOCAL_MODEL_CHUNK_DELAY_MS: '0',
     RESUME_TOKEN_SECRET: 'test-resume-secret',
     ...options.env,
   })
-  const db = options.db ?? (await testDb())
-  const cache = options.cache ?? testCache()
+  const db = options.db ?? (await options.backend.db())
+  const cache = options.cache ?? options.backend.cache()
+  const state = await options.backend.state()
   const conversations = createConversationService({
     db,
     cache,
     model: options.model ?? openModel(config),
-    resumeTokenSecret: config.resumeTokenSecret,
-    actorIdleMs: config.actorIdleMs,
-    maxActors: config.maxActors,
-    resumeRetentionMs: config.resumeRetentionMs,
+    resumeTokenSecret: config.resumeTokenSecret ?? 'test-resume-secret',
+    logs: state.logs,
+    leases: state.leases,
+    stops: state.stops,
+    leaseMs: config.turnLeaseMs,
+    maxConversations: config.maxRunningConversations,
     warn: () => {},
   })
   const app = createApp({ config, db, cache, conversations })
-  return { app, db, cache, conversations, config }
+  return { app, db, cache, state, conversations, config }
 }
 
 export type TestApp = Awaited<ReturnType<typeof conversationApp>>

@@ -1,6 +1,8 @@
-// APP_VARIANT=counter as an operator runs it: the count lives in Redis, so it
-// survives a restart of the process. Needs TEST_REDIS_URL; uses its own Redis
-// logical database (the key must be exactly counter:visits, no test prefix).
+// APP_VARIANT=counter as an operator runs it: the count lives in the Redis
+// state database (REDIS_URL's database + 1), so it survives a restart of the
+// process and a flush of the cache database. Needs TEST_REDIS_URL; uses Redis
+// logical databases of its own (the key must be exactly counter:visits, no
+// test prefix).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,7 +13,7 @@ import { TEST_REDIS_URL } from '../support/backends.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const ENTRY = join(ROOT, 'src', 'index.ts')
-/** A logical database the other tests never use; flushed before and after. */
+/** Logical databases the other tests never use (cache 9, state 10); flushed before and after. */
 const COUNTER_DB = 9
 
 const skipReason = !TEST_REDIS_URL
@@ -21,9 +23,9 @@ const skipReason = !TEST_REDIS_URL
     : undefined
 if (skipReason) console.log(`counter-restart.test.ts skipped: ${skipReason}`)
 
-function counterRedisUrl(): string {
+function counterRedisUrl(database = COUNTER_DB): string {
   const url = new URL(TEST_REDIS_URL as string)
-  url.pathname = `/${COUNTER_DB}`
+  url.pathname = `/${database}`
   return url.toString()
 }
 
@@ -88,19 +90,20 @@ async function visit(base: string, method = 'GET', path = '/') {
 
 describe.skipIf(skipReason !== undefined)('counter across restarts', () => {
   let dataDir: string
-  const flush = async () => {
-    const redis = createRedisCache(counterRedisUrl())
+  const flush = async (database: number) => {
+    const redis = createRedisCache(counterRedisUrl(database))
     await redis.flush()
     await redis.close()
   }
+  const flushBoth = () => Promise.all([flush(COUNTER_DB), flush(COUNTER_DB + 1)])
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'conduit-counter-'))
-    await flush()
+    await flushBoth()
   })
 
   afterAll(async () => {
-    await flush()
+    await flushBoth()
     rmSync(dataDir, { recursive: true, force: true })
   })
 
@@ -113,6 +116,8 @@ describe.skipIf(skipReason !== undefined)('counter across restarts', () => {
       expect(await stop(first)).toBe(0)
     }
 
+    // The count is state, not a cache copy: flushing the cache database keeps it.
+    await flush(COUNTER_DB)
     const second = await start(dataDir)
     try {
       expect((await visit(second.base)).body.visits).toBe(3)

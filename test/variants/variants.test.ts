@@ -7,14 +7,21 @@ import { type ExampleVariant, variantPlugin } from '../../plugins/variants/index
 import type { Cache } from '../../src/storage/cache.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { appWith, call, type ErrorReply, testConfig } from '../docstore/harness.ts'
-import { testCache } from '../support/backends.ts'
+import { appBackends } from '../support/backends.ts'
 
 const variantApp = (
   variant: ExampleVariant,
   env: Record<string, string> = {},
   cache: Cache | undefined = undefined,
 ) =>
-  appWith(variantPlugin(variant, { config: testConfig({ ...env, APP_VARIANT: variant }), cache }))
+  appWith(
+    variantPlugin(variant, {
+      config: testConfig({ ...env, APP_VARIANT: variant }),
+      cache,
+      // The counter keeps its count in the state store, which the same port serves.
+      counters: cache,
+    }),
+  )
 
 describe('basic', () => {
   test('GET / answers message, hostname, environment (default development)', async () => {
@@ -105,30 +112,39 @@ describe('instance', () => {
   })
 })
 
+// The cache the count lives in: in-process, and real Redis when available.
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    describe('counter', () => {
+      test('counts visits in the cache under counter:visits; POST /reset sets 0', async () => {
+        const cache = backend.cache()
+        const app = variantApp('counter', {}, cache)
+        const first = await call(app, 'GET', '/')
+        expect(first.body).toEqual({ message: expect.any(String), visits: 1 })
+        expect((await call(app, 'GET', '/')).body.visits).toBe(2)
+        expect(await cache.get(COUNTER_KEY)).toBe('2')
+
+        // The count lives in the cache, not in the process: a new app continues it.
+        expect((await call(variantApp('counter', {}, cache), 'GET', '/')).body.visits).toBe(3)
+
+        const reset = await call(app, 'POST', '/reset')
+        expect(reset.status).toBe(200)
+        expect(reset.body).toEqual({ message: expect.any(String), visits: 0 })
+        expect(await cache.get(COUNTER_KEY)).toBe('0')
+        expect((await call(app, 'GET', '/')).body.visits).toBe(1)
+      })
+
+      test('GET /health: healthy with redis connected', async () => {
+        const reply = await call(variantApp('counter', {}, backend.cache()), 'GET', '/health')
+        expect(reply).toMatchObject({
+          status: 200,
+          body: { status: 'healthy', redis: 'connected' },
+        })
+      })
+    })
+  })
+
 describe('counter', () => {
-  test('counts visits in the cache under counter:visits; POST /reset sets 0', async () => {
-    const cache = testCache()
-    const app = variantApp('counter', {}, cache)
-    const first = await call(app, 'GET', '/')
-    expect(first.body).toEqual({ message: expect.any(String), visits: 1 })
-    expect((await call(app, 'GET', '/')).body.visits).toBe(2)
-    expect(await cache.get(COUNTER_KEY)).toBe('2')
-
-    // The count lives in the cache, not in the process: a new app continues it.
-    expect((await call(variantApp('counter', {}, cache), 'GET', '/')).body.visits).toBe(3)
-
-    const reset = await call(app, 'POST', '/reset')
-    expect(reset.status).toBe(200)
-    expect(reset.body).toEqual({ message: expect.any(String), visits: 0 })
-    expect(await cache.get(COUNTER_KEY)).toBe('0')
-    expect((await call(app, 'GET', '/')).body.visits).toBe(1)
-  })
-
-  test('GET /health: healthy with redis connected', async () => {
-    const reply = await call(variantApp('counter', {}, testCache()), 'GET', '/health')
-    expect(reply).toMatchObject({ status: 200, body: { status: 'healthy', redis: 'connected' } })
-  })
-
   test('with the cache unreachable: /health 503 unhealthy, / and /reset 503 errors', async () => {
     const dead = createRedisCache('redis://127.0.0.1:1')
     try {
@@ -162,7 +178,9 @@ describe('a variant serves only its own routes', () => {
   )
 
   test('the selector refuses a variant without the dependency it needs', () => {
-    expect(() => variantPlugin('counter', { config: testConfig() })).toThrow(/needs a cache/)
+    expect(() => variantPlugin('counter', { config: testConfig() })).toThrow(
+      /needs a counter store/,
+    )
     expect(() => variantPlugin('dependency-check', { config: testConfig() })).toThrow(
       /needs a database/,
     )

@@ -5,7 +5,7 @@
 import { fail } from 'k6'
 import http from 'k6/http'
 
-/** The service under test; compose sets it to http://app:3000. */
+/** The service under test; compose sets it to http://lb:80, the load balancer. */
 export const BASE_URL = (__ENV.BASE_URL || 'http://localhost:3000').replace(/\/+$/, '')
 
 /** Seconds each measured scenario runs (DURATION=1m to run longer). */

@@ -1,0 +1,161 @@
+// The turn runner of one process. For each conversation with queued turns it
+// takes the conversation's lease (at most one runner per conversation across
+// every instance), runs the queued turns one at a time in the order they were
+// accepted (the in-progress rows, by seq), and gives the lease back when the
+// queue is empty. It renews its leases, aborts a turn on a stop request or on
+// losing the lease, sweeps for conversations whose runner died, and on
+// shutdown lets running turns finish within a grace period, then stops them.
+import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
+import type { StopChannel } from '../state/stop-channel.ts'
+import type { StoredMessage } from './messages.ts'
+import type { TurnDeps } from './turn/deps.ts'
+import { type AbortReason, runTurn } from './turn/run.ts'
+import { conversationsWithTurns, nextTurn } from './turn-repository.ts'
+
+export interface RunnerDeps extends TurnDeps {
+  leases: ConversationLeases
+  stops: StopChannel
+  /** Lease lifetime; renewed every third of it. A dead runner's turns are taken over after it. */
+  leaseMs: number
+}
+
+interface Drive {
+  lease?: Lease
+  /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
+  inputs: Map<string, readonly StoredMessage[]>
+  /** The turn running now and how to abort it. */
+  current?: { messageId: string; abort: AbortController }
+  lost: boolean
+  done: Promise<void>
+}
+
+export type TurnRunner = ReturnType<typeof createTurnRunner>
+
+export function createTurnRunner(deps: RunnerDeps) {
+  const drives = new Map<string, Drive>()
+  let closing = false
+
+  const abortTurn = (drive: Drive | undefined, reason: AbortReason, messageId?: string) => {
+    const current = drive?.current
+    if (current && (messageId === undefined || current.messageId === messageId))
+      current.abort.abort(reason)
+  }
+
+  deps.stops.subscribe(({ conversationId, messageId }) =>
+    abortTurn(drives.get(conversationId), 'stop', messageId),
+  )
+
+  async function runQueue(conversationId: string, drive: Drive): Promise<boolean> {
+    const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+    if (!lease) return false
+    drive.lease = lease
+    try {
+      while (!closing && !drive.lost) {
+        const turn = await nextTurn(deps.db, conversationId)
+        if (!turn) break
+        const abort = new AbortController()
+        drive.current = { messageId: turn.messageId, abort }
+        const over = await runTurn(deps, turn, {
+          token: lease.token,
+          signal: abort.signal,
+          inputs: drive.inputs.get(turn.messageId),
+        })
+        drive.inputs.delete(turn.messageId)
+        drive.current = undefined
+        // A turn this runner cannot end is left to the sweep, not retried in a loop.
+        if (!over) return false
+      }
+    } finally {
+      await deps.leases
+        .release(lease)
+        .catch((error) => deps.warn('could not release a lease', error))
+    }
+    return !closing && !drive.lost
+  }
+
+  /** Makes sure someone runs the conversation's queued turns: this process, if the lease is free. */
+  function kick(conversationId: string): Drive | undefined {
+    if (closing) return undefined
+    const running = drives.get(conversationId)
+    if (running) return running
+    const drive: Drive = { inputs: new Map(), lost: false, done: Promise.resolve() }
+    drives.set(conversationId, drive)
+    drive.done = runQueue(conversationId, drive)
+      .catch((error) => {
+        deps.warn('turn runner failed', error)
+        return false
+      })
+      .then(async (drained) => {
+        drives.delete(conversationId)
+        // A send accepted while the lease was being given back is run now.
+        if (drained && (await nextTurn(deps.db, conversationId))) kick(conversationId)
+      })
+      .catch((error) => deps.warn('turn runner failed', error))
+    return drive
+  }
+
+  const renewals = setInterval(
+    () => {
+      for (const drive of drives.values()) {
+        const lease = drive.lease
+        if (!lease || drive.lost) continue
+        deps.leases.renew(lease, deps.leaseMs).then(
+          (held) => {
+            if (held) return
+            drive.lost = true
+            abortTurn(drive, 'lost')
+          },
+          (error) => deps.warn('could not renew a lease', error),
+        )
+      }
+    },
+    Math.max(10, Math.floor(deps.leaseMs / 3)),
+  )
+  renewals.unref?.()
+
+  /** Kicks every conversation with unfinished turns whose runner may be gone. */
+  async function sweep(): Promise<void> {
+    if (closing) return
+    // Only turns older than a lease: a younger one is still being handed to its runner.
+    for (const conversationId of await conversationsWithTurns(deps.db, deps.leaseMs))
+      kick(conversationId)
+  }
+  let sweeper: ReturnType<typeof setInterval> | undefined
+  const sweepNow = () => void sweep().catch((error) => deps.warn('turn sweep failed', error))
+
+  const whenIdle = async () => {
+    while (drives.size > 0) await Promise.all([...drives.values()].map((drive) => drive.done))
+  }
+
+  return {
+    /** Queues nothing itself (acceptTurn did): starts running the conversation here if nobody does. */
+    accepted(conversationId: string, messageId: string, inputs: readonly StoredMessage[]) {
+      kick(conversationId)?.inputs.set(messageId, inputs)
+    },
+    /**
+     * Sweeps now and every half lease from now on: finishes what a crashed
+     * process left, and takes over the turns of instances that died.
+     */
+    startSweeping() {
+      if (sweeper || closing) return
+      sweepNow()
+      sweeper = setInterval(sweepNow, Math.max(50, Math.floor(deps.leaseMs / 2)))
+      sweeper.unref?.()
+    },
+    /** Conversations this process is running turns for. */
+    get size() {
+      return drives.size
+    },
+    whenIdle,
+    /** Stops taking turns; waits up to graceMs for running ones, then stops them (stored as interrupted). */
+    async close(graceMs: number): Promise<void> {
+      closing = true
+      clearInterval(sweeper)
+      const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref?.())
+      await Promise.race([whenIdle(), timeout])
+      for (const drive of drives.values()) abortTurn(drive, 'shutdown')
+      await whenIdle()
+      clearInterval(renewals)
+    },
+  }
+}

@@ -1,0 +1,195 @@
+// SQL for the life of a turn (CONTRACT §12-§13): the reply is an `in_progress`
+// row from the moment its send is accepted; the in-progress rows of a
+// conversation, in seq order, are its queue; a runner claims a row with its
+// lease's fencing token and writes the reply only while the row holds it.
+import type { Queryable } from '../storage/db.ts'
+import { type FinishType, statusOf } from './encoding.ts'
+import type { StoredMessage, TextContent } from './messages.ts'
+
+/** What a runner needs to run (or finish) a queued turn. */
+export interface QueuedTurn {
+  messageId: string
+  conversationId: string
+  userId: string
+  seq: number
+  /** Unix seconds with a fraction, as streamed in the assistant message. */
+  createTime: number
+  metadata: ReplyMetadata
+  /** Fencing token of the runner that claimed it; null while it has never run. */
+  runToken: number | null
+}
+
+/** Stored with the reply: what it was produced with and how it ended. */
+export interface ReplyMetadata {
+  model_slug: string
+  parent_id: string
+  temperature?: number
+  finish_details?: { type: FinishType }
+}
+
+const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
+
+/** Stores the in-progress reply row of a turn being accepted. */
+export async function insertReplyPlaceholder(
+  tx: Queryable,
+  conversationId: string,
+  reply: { id: string; createTime: number; metadata: ReplyMetadata },
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO messages (id, conversation_id, role, content, status, metadata, created_at, updated_at)
+     VALUES ($1, $2, 'assistant', '{"content_type":"text","parts":[""]}', 'in_progress', $3::text::jsonb, $4, $4)`,
+    [reply.id, conversationId, JSON.stringify(reply.metadata), toDate(reply.createTime)],
+  )
+}
+
+type TurnRow = {
+  id: string
+  conversation_id: string
+  user_id: string
+  seq: number
+  created_at: Date
+  metadata: ReplyMetadata
+  run_token: string | null
+}
+
+const TURN_COLUMNS = `m.id, m.conversation_id, c.user_id, m.seq::int AS seq, m.created_at, m.metadata,
+  m.run_token::text AS run_token`
+
+const toTurn = (row: TurnRow): QueuedTurn => ({
+  messageId: row.id,
+  conversationId: row.conversation_id,
+  userId: row.user_id,
+  seq: row.seq,
+  createTime: row.created_at.getTime() / 1000,
+  metadata: row.metadata,
+  runToken: row.run_token === null ? null : Number(row.run_token),
+})
+
+/** The conversation's oldest unfinished turn: the one to run next (or running). */
+export async function nextTurn(db: Queryable, conversationId: string) {
+  const rows = await db.query<TurnRow>(
+    `SELECT ${TURN_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
+      WHERE m.conversation_id = $1 AND m.status = 'in_progress' ORDER BY m.seq LIMIT 1`,
+    [conversationId],
+  )
+  return rows[0] ? toTurn(rows[0]) : undefined
+}
+
+/** The turn a runner is running now (claimed and unfinished), if any. */
+export async function runningTurn(db: Queryable, conversationId: string) {
+  const rows = await db.query<TurnRow>(
+    `SELECT ${TURN_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
+      WHERE m.conversation_id = $1 AND m.status = 'in_progress' AND m.run_token IS NOT NULL
+      ORDER BY m.seq LIMIT 1`,
+    [conversationId],
+  )
+  return rows[0] ? toTurn(rows[0]) : undefined
+}
+
+/** Every conversation with a turn unfinished for olderThanMs: what a sweep checks for dead runners. */
+export async function conversationsWithTurns(
+  db: Queryable,
+  olderThanMs: number,
+): Promise<string[]> {
+  const rows = await db.query<{ conversation_id: string }>(
+    `SELECT DISTINCT conversation_id FROM messages
+      WHERE status = 'in_progress' AND created_at < now() - $1 * interval '1 millisecond'`,
+    [olderThanMs],
+  )
+  return rows.map((row) => row.conversation_id)
+}
+
+/**
+ * Claims an unfinished turn for the holder of `token`; resolves with the token
+ * of an earlier claim (null when the turn never ran), or undefined when the
+ * turn is gone, finished, or claimed under a newer token.
+ */
+export async function claimTurn(
+  db: Queryable,
+  turn: QueuedTurn,
+  token: number,
+): Promise<{ previousToken: number | null; content: TextContent } | undefined> {
+  const rows = await db.query<{ previous: string | null; content: TextContent }>(
+    `WITH old AS (
+       SELECT seq, run_token FROM messages
+        WHERE conversation_id = $1 AND id = $2 AND status = 'in_progress'
+          AND (run_token IS NULL OR run_token < $3) FOR UPDATE)
+     UPDATE messages m SET run_token = $3 FROM old WHERE m.seq = old.seq
+     RETURNING old.run_token::text AS previous, m.content`,
+    [turn.conversationId, turn.messageId, token],
+  )
+  const row = rows[0]
+  if (!row) return undefined
+  return {
+    previousToken: row.previous === null ? null : Number(row.previous),
+    content: row.content,
+  }
+}
+
+/** Saves the reply's text so far (a checkpoint); false when the claim was lost. */
+export async function checkpointReply(
+  db: Queryable,
+  turn: QueuedTurn,
+  token: number,
+  text: string,
+): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE messages SET content = $4::text::jsonb, updated_at = now()
+      WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
+      RETURNING 1`,
+    [turn.conversationId, turn.messageId, token, JSON.stringify(textContent(text))],
+  )
+  return rows.length === 1
+}
+
+/**
+ * Stores the finished reply and bumps the conversation's update time, in one
+ * statement; false when the claim was lost (another runner finishes it).
+ */
+export async function finishReply(
+  db: Queryable,
+  turn: QueuedTurn,
+  token: number,
+  reply: { text: string; finish: FinishType },
+): Promise<boolean> {
+  const rows = await db.query(
+    `WITH done AS (
+       UPDATE messages SET content = $4::text::jsonb, status = $5,
+              metadata = metadata || $6::text::jsonb, updated_at = now()
+        WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
+        RETURNING conversation_id, updated_at)
+     UPDATE conversations c SET updated_at = GREATEST(c.updated_at, done.updated_at)
+       FROM done WHERE c.id = done.conversation_id RETURNING 1`,
+    [
+      turn.conversationId,
+      turn.messageId,
+      token,
+      JSON.stringify(textContent(reply.text)),
+      statusOf(reply.finish),
+      JSON.stringify({ finish_details: { type: reply.finish } }),
+    ],
+  )
+  return rows.length === 1
+}
+
+/** The user messages a turn answers: those stored with it, just before its reply. */
+export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<StoredMessage[]> {
+  const rows = await db.query<{ id: string; content: TextContent; created_at: Date }>(
+    `SELECT id, content, created_at FROM messages
+      WHERE conversation_id = $1 AND role = 'user' AND seq < $2
+        AND seq > COALESCE((SELECT max(seq) FROM messages
+                             WHERE conversation_id = $1 AND role = 'assistant' AND seq < $2), 0)
+      ORDER BY seq`,
+    [turn.conversationId, turn.seq],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    role: 'user',
+    content: textContent(row.content.parts),
+    createTime: row.created_at.getTime() / 1000,
+  }))
+}
+
+function textContent(text: string | string[]): TextContent {
+  return { content_type: 'text', parts: typeof text === 'string' ? [text] : text }
+}

@@ -1,0 +1,27 @@
+// What every step of a turn works with, passed in (never module-level clients).
+
+import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { Cache } from '../../storage/cache.ts'
+import type { Db } from '../../storage/db.ts'
+import { historyKey, listKey } from '../cache-keys.ts'
+import type { ModelProvider } from '../model/provider.ts'
+import type { ResumeTokens } from '../resume-token.ts'
+
+export interface TurnDeps {
+  db: Db
+  cache: Cache
+  model: ModelProvider
+  tokens: ResumeTokens
+  logs: TurnLogStore
+  newId: () => string
+  warn: (message: string, error: unknown) => void
+  /** With logs that die with the process: how often the reply so far is saved to the database. */
+  checkpointMs: number
+}
+
+/** Drops the cached reads a stored message makes stale (CONTRACT §4.7). */
+export async function invalidateReads(deps: TurnDeps, conversationId: string, userId: string) {
+  await deps.cache
+    .del(historyKey(conversationId), listKey(userId))
+    .catch((error) => deps.warn('could not invalidate cached reads', error))
+}

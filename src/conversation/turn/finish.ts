@@ -1,0 +1,83 @@
+// Ending a turn, the same way whoever ends it (its runner, or the new owner of
+// a dead runner's turn): store the reply under the claim's fencing token, drop
+// the cached reads, bring the context list up to date, then end the stream (an
+// error item when there is one, the completion patch, message_stream_complete,
+// [DONE]) and finish the log. A client that saw [DONE] reads the new state.
+import { TurnLogFencedError } from '../../state/turn-log-store.ts'
+import { forgetContext, recordReply } from '../context.ts'
+import {
+  completionItem,
+  doneItem,
+  errorItem,
+  type FinishType,
+  frameOf,
+  type StreamErrorCode,
+  type StreamItem,
+  streamCompleteItem,
+} from '../encoding.ts'
+import { finishReply, type QueuedTurn } from '../turn-repository.ts'
+import { invalidateReads, type TurnDeps } from './deps.ts'
+
+export interface TurnEnding {
+  text: string
+  finish: FinishType
+  error?: { code: StreamErrorCode; detail: string }
+  /** False when there is no log left to end (in-process logs after a restart). */
+  hasLog: boolean
+  /**
+   * True when the runner kept the context list in step with the turn, so the
+   * stored reply is pushed to it; false drops the list (a dead runner may have
+   * left it half updated) and the next turn rebuilds it.
+   */
+  contextInStep: boolean
+}
+
+/**
+ * How ending went: `lost` when the claim was lost (a newer owner ends the turn
+ * instead, nothing was written), else whether the reply could be stored; the
+ * stream is over either way.
+ */
+export type FinishOutcome = 'lost' | 'stored' | 'not_stored'
+
+/** Stores and streams the end of a turn. */
+export async function finishTurn(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  token: number,
+  ending: TurnEnding,
+): Promise<FinishOutcome> {
+  let { finish, error } = ending
+  let outcome: FinishOutcome = 'stored'
+  try {
+    const saved = await finishReply(deps.db, turn, token, { text: ending.text, finish })
+    if (!saved) return 'lost'
+    await invalidateReads(deps, turn.conversationId, turn.userId)
+  } catch (cause) {
+    deps.warn('could not store the reply', cause)
+    error ??= { code: 'storage_error', detail: 'The reply could not be saved.' }
+    finish = 'error'
+    outcome = 'not_stored'
+  }
+  if (outcome === 'stored' && ending.contextInStep)
+    await recordReply(deps, turn.conversationId, {
+      id: turn.messageId,
+      role: 'assistant',
+      content: { content_type: 'text', parts: [ending.text] },
+      createTime: turn.createTime,
+    })
+  else await forgetContext(deps, turn.conversationId)
+  if (!ending.hasLog) return outcome
+  const items: StreamItem[] = [
+    ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
+    completionItem(finish),
+    streamCompleteItem(turn.conversationId),
+    doneItem(),
+  ]
+  try {
+    await deps.logs.append(turn.messageId, items.map(frameOf), token)
+    await deps.logs.finish(turn.messageId, token)
+  } catch (cause) {
+    if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
+  }
+  return outcome
+}

@@ -1,0 +1,39 @@
+// The first items of a turn's stream (CONTRACT §4.2): delta_encoding, the
+// resume token, one input_message per user message, and the assistant
+// message's add. Written when the send is accepted, so a queued send already
+// has its token; rebuilt by a runner that finds the log gone (in-process logs
+// after a restart).
+import {
+  assistantAddItem,
+  deltaEncodingItem,
+  frameOf,
+  inputMessageItem,
+  resumeTokenItem,
+} from '../encoding.ts'
+import { assistantStartMessage, type StoredMessage, userStreamMessage } from '../messages.ts'
+
+export interface TurnPrefix {
+  conversationId: string
+  /** The reply's id and Unix create time. */
+  messageId: string
+  createTime: number
+  modelSlug: string
+  /** The user messages the turn answers, in order. */
+  inputs: readonly StoredMessage[]
+  token: string
+}
+
+export function prefixFrames(turn: TurnPrefix): string[] {
+  const parentId = turn.inputs.at(-1)?.id ?? ''
+  return [
+    deltaEncodingItem(),
+    resumeTokenItem(turn.token, turn.conversationId),
+    ...turn.inputs.map((message) =>
+      inputMessageItem(userStreamMessage(message), turn.conversationId),
+    ),
+    assistantAddItem(
+      assistantStartMessage(turn.messageId, turn.createTime, turn.modelSlug, parentId),
+      turn.conversationId,
+    ),
+  ].map(frameOf)
+}

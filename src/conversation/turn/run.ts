@@ -1,0 +1,130 @@
+// Running one queued turn for the holder of the conversation's lease: claim
+// it under the lease's fencing token, then either finish a dead runner's turn
+// (recover.ts) or stream the model's reply into the log and store it. With
+// logs that die with the process, the reply so far is also saved to the
+// database every checkpointMs, so a crash loses at most that much text.
+import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
+import { contextForTurn } from '../context.ts'
+import { appendItem, firstTokenMarkerItem, frameOf, type StreamItem } from '../encoding.ts'
+import { type StoredMessage, textOf } from '../messages.ts'
+import { ModelError } from '../model/provider.ts'
+import { checkpointReply, claimTurn, type QueuedTurn, turnInputs } from '../turn-repository.ts'
+import type { TurnDeps } from './deps.ts'
+import { finishTurn, type TurnEnding } from './finish.ts'
+import { prefixFrames } from './prefix.ts'
+import { recoverTurn } from './recover.ts'
+
+/** Why a running turn was aborted: a user's stop, a shutdown, or the lease was lost. */
+export type AbortReason = 'stop' | 'shutdown' | 'lost'
+
+export interface TurnRun {
+  /** Fencing token of the lease the runner holds. */
+  token: number
+  /** Aborted with an AbortReason. */
+  signal: AbortSignal
+  /** The turn's user messages when this process accepted it (saves a query). */
+  inputs?: readonly StoredMessage[]
+}
+
+/** Resolves true once the turn is over, false when it is not this runner's to end. */
+export async function runTurn(deps: TurnDeps, turn: QueuedTurn, run: TurnRun): Promise<boolean> {
+  const claim = await claimTurn(deps.db, turn, run.token)
+  if (!claim) return false
+  let log: TurnLogInfo | undefined
+  try {
+    log = await deps.logs.claim(turn.messageId, run.token)
+  } catch (error) {
+    if (error instanceof TurnLogFencedError) return false
+    throw error
+  }
+  if (claim.previousToken !== null) return recoverTurn(deps, turn, run.token, log, claim.content)
+  const inputs = run.inputs ?? (await turnInputs(deps.db, turn))
+  if (!log) await reopenLog(deps, turn, inputs, run.token)
+  return streamReply(deps, turn, run, inputs)
+}
+
+/** A log that did not survive (in-process logs after a restart) starts again. */
+async function reopenLog(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  inputs: readonly StoredMessage[],
+  token: number,
+): Promise<void> {
+  const { messageId, conversationId, userId } = turn
+  await deps.logs.open({ messageId, conversationId, userId })
+  const resumeToken = await deps.tokens.sign({ userId, conversationId, messageId })
+  await deps.logs.append(
+    messageId,
+    prefixFrames({
+      conversationId,
+      messageId,
+      createTime: turn.createTime,
+      modelSlug: turn.metadata.model_slug,
+      inputs,
+      token: resumeToken,
+    }),
+    0,
+  )
+  await deps.logs.claim(messageId, token)
+}
+
+async function streamReply(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  run: TurnRun,
+  inputs: readonly StoredMessage[],
+): Promise<boolean> {
+  const { conversationId, messageId } = turn
+  const emit = (item: StreamItem) => deps.logs.append(messageId, [frameOf(item)], run.token)
+  let text = ''
+  let saved = ''
+  const checkpoints = deps.logs.durable
+    ? undefined
+    : setInterval(() => {
+        if (text === saved) return
+        const snapshot = text
+        checkpointReply(deps.db, turn, run.token, snapshot)
+          .then(() => {
+            saved = snapshot
+          })
+          .catch((error) => deps.warn('could not checkpoint the reply', error))
+      }, deps.checkpointMs)
+  let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
+  try {
+    const context = await contextForTurn(deps, conversationId, turn.seq, inputs)
+    for await (const chunk of deps.model.stream({
+      messages: context.map((message) => ({
+        role: message.role,
+        content: textOf(message.content),
+      })),
+      temperature: turn.metadata.temperature,
+      signal: run.signal,
+    })) {
+      if (run.signal.aborted) break
+      if (chunk === '') continue
+      if (text === '') await emit(firstTokenMarkerItem(conversationId, messageId))
+      await emit(appendItem(chunk))
+      text += chunk
+    }
+    ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
+  } catch (error) {
+    if (error instanceof TurnLogFencedError) return false
+    if (run.signal.aborted) ending = { finish: 'interrupted' }
+    else {
+      if (!(error instanceof ModelError)) deps.warn('turn failed before the reply finished', error)
+      const detail = error instanceof ModelError ? error.detail : 'The model failed to answer.'
+      ending = { finish: 'error', error: { code: 'model_error', detail } }
+    }
+  } finally {
+    clearInterval(checkpoints)
+  }
+  // A runner that lost its lease leaves the turn to the new owner.
+  if (run.signal.reason === 'lost') return false
+  const outcome = await finishTurn(deps, turn, run.token, {
+    text,
+    ...ending,
+    hasLog: true,
+    contextInStep: true,
+  })
+  return outcome !== 'lost'
+}

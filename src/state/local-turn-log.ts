@@ -1,0 +1,98 @@
+// An in-process run of one turn log's items, followed by readers in this
+// process without touching any store: the whole log in the memory adapter, and
+// in the Redis adapter the mirror of what this process appended (items from
+// `base` on). Readers wait on waiters woken by every change, as the old
+// conversation/turn-log.ts did.
+
+/**
+ * open: items may follow. finished: no item will follow, readers drain and end.
+ * ended: readers end at once (removed, expired, store closed). detached: this
+ * copy stops here (the Redis adapter lost track of the log's end), readers
+ * continue from the store.
+ */
+export type LocalTurnLogState = 'open' | 'finished' | 'ended' | 'detached'
+
+export class LocalTurnLog {
+  private readonly items: string[] = []
+  private readonly waiters = new Set<() => void>()
+  private current: LocalTurnLogState = 'open'
+  /** Date.now() of the last push, for sweeping forgotten mirrors. */
+  touchedAt = Date.now()
+
+  /** `base` is the log offset of this copy's first item. */
+  constructor(readonly base = 0) {}
+
+  /** The log offset after this copy's last item. */
+  get end(): number {
+    return this.base + this.items.length
+  }
+
+  get state(): LocalTurnLogState {
+    return this.current
+  }
+
+  /** Whether some reader is waiting for the next change. */
+  get waited(): boolean {
+    return this.waiters.size > 0
+  }
+
+  /** Every item of this copy, oldest first. */
+  all(): string[] {
+    return [...this.items]
+  }
+
+  push(items: readonly string[]): void {
+    if (this.current !== 'open') throw new Error('LocalTurnLog: push after the log was settled')
+    for (const item of items) this.items.push(item)
+    this.touchedAt = Date.now()
+    this.wakeAll()
+  }
+
+  /** Leaves the open state for good; later calls are ignored. */
+  settle(state: Exclude<LocalTurnLogState, 'open'>): void {
+    if (this.current !== 'open') return
+    this.current = state
+    this.wakeAll()
+  }
+
+  /**
+   * Yields items from log offset `next` (at least `base`) as they arrive.
+   * Returns undefined when the reader is done (finished, ended, aborted), or
+   * the offset to continue from elsewhere when this copy was detached.
+   */
+  async *follow(next: number, signal?: AbortSignal): AsyncGenerator<string, number | undefined> {
+    if (next < this.base) throw new Error('LocalTurnLog: offset before the first item')
+    while (!signal?.aborted) {
+      if (this.current === 'ended') return undefined
+      while (next < this.end) {
+        yield this.items[next++ - this.base] as string
+        // Checked again after each yield: the log may have changed meanwhile.
+        if (signal?.aborted || this.isEnded()) return undefined
+      }
+      if (this.current === 'finished') return undefined
+      if (this.current === 'detached') return next
+      await this.nextChange(signal)
+    }
+    return undefined
+  }
+
+  private isEnded(): boolean {
+    return this.current === 'ended'
+  }
+
+  private nextChange(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.waiters.delete(wake)
+        signal?.removeEventListener('abort', wake)
+        resolve()
+      }
+      this.waiters.add(wake)
+      signal?.addEventListener('abort', wake)
+    })
+  }
+
+  private wakeAll(): void {
+    for (const wake of [...this.waiters]) wake()
+  }
+}

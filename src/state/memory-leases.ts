@@ -1,0 +1,78 @@
+// In-process ConversationLeases adapter: a Map of conversation -> grant with an
+// expiry time, for the embedded (single-process) setup and for tests. Fencing
+// tokens come from one module-wide counter seeded by the clock, so they
+// increase across every memory store of the process and across restarts.
+import type { ConversationLeases, Lease } from './conversation-leases.ts'
+
+interface Grant {
+  token: number
+  /** Epoch ms, by the store's clock. */
+  expiresAt: number
+}
+
+export interface MemoryLeasesOptions {
+  /** Clock for expiry, epoch ms (tests). Fencing tokens always use the real clock. */
+  now?: () => number
+}
+
+/** Expired grants nobody touches again are swept once the map holds this many. */
+const SWEEP_THRESHOLD = 1_000
+
+let lastToken = 0
+
+/** Clock microseconds, bumped past the last token issued in this process. */
+function nextToken(): number {
+  const token = Math.max(Date.now() * 1000, lastToken + 1)
+  if (!Number.isSafeInteger(token)) throw new RangeError(`fencing token ${token} exceeds 2^53`)
+  lastToken = token
+  return token
+}
+
+function checkTtl(ttlMs: number) {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`lease ttl must be a positive integer of ms, got ${ttlMs}`)
+}
+
+/** An in-process lease store; its leases are visible only to this process. */
+export function createMemoryLeases(options: MemoryLeasesOptions = {}): ConversationLeases {
+  const now = options.now ?? Date.now
+  const grants = new Map<string, Grant>()
+
+  const live = (conversationId: string): Grant | undefined => {
+    const grant = grants.get(conversationId)
+    if (grant !== undefined && grant.expiresAt <= now()) {
+      grants.delete(conversationId)
+      return undefined
+    }
+    return grant
+  }
+  const heldBy = (lease: Lease) => live(lease.conversationId)?.token === lease.token
+  const sweep = () => {
+    if (grants.size < SWEEP_THRESHOLD) return
+    for (const conversationId of grants.keys()) live(conversationId)
+  }
+
+  return {
+    async acquire(conversationId, ttlMs) {
+      checkTtl(ttlMs)
+      sweep()
+      if (live(conversationId) !== undefined) return undefined
+      const token = nextToken()
+      grants.set(conversationId, { token, expiresAt: now() + ttlMs })
+      return { conversationId, token }
+    },
+    async renew(lease, ttlMs) {
+      checkTtl(ttlMs)
+      if (!heldBy(lease)) return false
+      grants.set(lease.conversationId, { token: lease.token, expiresAt: now() + ttlMs })
+      return true
+    },
+    async release(lease) {
+      if (heldBy(lease)) grants.delete(lease.conversationId)
+    },
+    async isHeld(conversationId) {
+      return live(conversationId) !== undefined
+    },
+    async close() {},
+  }
+}

@@ -1,0 +1,45 @@
+// In-process StopChannel adapter: stop requests reach the listeners of this
+// channel only, for the embedded (single-process) setup and tests. Delivery
+// is deferred to a microtask, as over Redis it is asynchronous too, so a
+// listener never runs inside the publisher's call stack.
+import type { StopChannel, StopRequest } from './stop-channel.ts'
+
+/** A stop channel whose publish reaches this instance's listeners only. */
+export function createMemoryStopChannel(): StopChannel {
+  const listeners = new Set<(request: StopRequest) => void>()
+  let closed = false
+
+  return {
+    async publish(request) {
+      if (closed) throw new Error('stop channel is closed')
+      const copy: StopRequest = {
+        conversationId: request.conversationId,
+        messageId: request.messageId,
+      }
+      queueMicrotask(() => {
+        for (const listener of [...listeners]) {
+          if (closed) return
+          deliver(listener, copy)
+        }
+      })
+    },
+    subscribe(listener) {
+      if (!closed) listeners.add(listener)
+    },
+    async close() {
+      closed = true
+      listeners.clear()
+    },
+  }
+}
+
+/** A listener that throws must not keep the request from the others. */
+function deliver(listener: (request: StopRequest) => void, request: StopRequest) {
+  try {
+    listener(request)
+  } catch (error) {
+    console.error(
+      JSON.stringify({ level: 'error', msg: 'stop listener failed', error: String(error) }),
+    )
+  }
+}

@@ -1,0 +1,90 @@
+// ConversationLeases adapter for Redis (the state database), shared by every
+// instance. Each operation is one Lua script, so check-and-set is atomic:
+// acquire sets the lease key only when absent, renew and release touch it only
+// while it still holds the caller's fencing token. Tokens come from the Redis
+// clock in microseconds, bumped past one `fence:last` key, so they increase
+// across conversations, instances, and a wiped or restarted store.
+import { createHash } from 'node:crypto'
+import type Redis from 'ioredis'
+import type { ConversationLeases } from './conversation-leases.ts'
+
+// Redis >= 5 replicates script effects, not scripts, so TIME followed by a
+// write is allowed without redis.replicate_commands() (a no-op on Redis 7).
+// string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
+const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local time = redis.call('TIME')
+local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+if token <= last then token = last + 1 end
+local text = string.format('%d', token)
+redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
+return token`
+
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`
+
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`
+
+export interface RedisLeasesOptions {
+  /** A client connected to the state database; it stays the caller's to close. */
+  redis: Redis
+  /** Prepended to every key (`lease:<conversation>`, `fence:last`); tests use a random one. */
+  keyPrefix?: string
+}
+
+/** Runs a script by its SHA1, loading it on the first NOSCRIPT (what defineCommand does). */
+function scriptRunner(redis: Redis, script: string) {
+  const sha = createHash('sha1').update(script).digest('hex')
+  return async (keys: string[], args: (string | number)[]): Promise<unknown> => {
+    try {
+      return await redis.evalsha(sha, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      return await redis.eval(script, keys.length, ...keys, ...args)
+    }
+  }
+}
+
+function checkTtl(ttlMs: number) {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`lease ttl must be a positive integer of ms, got ${ttlMs}`)
+}
+
+/** A lease store in Redis, shared by every instance connected to the same database and prefix. */
+export function createRedisLeases(options: RedisLeasesOptions): ConversationLeases {
+  const { redis } = options
+  const prefix = options.keyPrefix ?? ''
+  const fenceKey = `${prefix}fence:last`
+  const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
+  const acquire = scriptRunner(redis, ACQUIRE)
+  const renew = scriptRunner(redis, RENEW)
+  const release = scriptRunner(redis, RELEASE)
+
+  return {
+    async acquire(conversationId, ttlMs) {
+      checkTtl(ttlMs)
+      const token = await acquire([leaseKey(conversationId), fenceKey], [ttlMs])
+      if (token === null) return undefined
+      if (typeof token !== 'number' || !Number.isSafeInteger(token))
+        throw new RangeError(`fencing token ${String(token)} is not an integer below 2^53`)
+      return { conversationId, token }
+    },
+    async renew(lease, ttlMs) {
+      checkTtl(ttlMs)
+      return (await renew([leaseKey(lease.conversationId)], [String(lease.token), ttlMs])) === 1
+    },
+    async release(lease) {
+      await release([leaseKey(lease.conversationId)], [String(lease.token)])
+    },
+    async isHeld(conversationId) {
+      return (await redis.exists(leaseKey(conversationId))) === 1
+    },
+    async close() {},
+  }
+}

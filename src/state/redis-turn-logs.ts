@@ -1,0 +1,173 @@
+// The Redis TurnLogStore: one Redis Stream per log, shared by every instance
+// and durable across a process dying (keys, entry ids and scripts:
+// redis-turn-log-scripts.ts). Writes carry a fence checked by a Lua script,
+// and go out in batches, one pipeline per round trip (redis-log-batcher.ts).
+//
+// Reading without per-reader polling or connections:
+// - Readers of a log this process writes are served from its mirror
+//   (redis-log-mirrors.ts), the items this process appended, fed when a batch
+//   is acknowledged and dropped when the log is finished: they cost Redis
+//   nothing. A mirror that may have gone stale is detached and its readers go
+//   on from Redis at their offset.
+// - Readers of a log another process writes share ONE blocking connection per
+//   store (redis-log-follower.ts) after a catch-up XRANGE (redis-log-reader.ts).
+//   A finish reaches them through the stream's end entry at once.
+// A log removed or expired elsewhere ends the readers here within blockMs
+// (a blocked XREAD does not notice a deleted key, so existence is checked).
+// Nothing about a log stays in this process after finish (or remove).
+//
+// The client must speak RESP2-shaped replies (ioredis' default) and carry no
+// ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
+import type Redis from 'ioredis'
+import { RedisLogBatcher } from './redis-log-batcher.ts'
+import { RedisLogFollower } from './redis-log-follower.ts'
+import { RedisLogMirrors } from './redis-log-mirrors.ts'
+import { readRemoteLog } from './redis-log-reader.ts'
+import { CLAIM_SCRIPT, OPEN_SCRIPT, turnLogError, turnLogKeys } from './redis-turn-log-scripts.ts'
+import type { TurnLogInfo, TurnLogStore } from './turn-log-store.ts'
+
+export interface RedisTurnLogsOptions {
+  /** An ioredis client connected to the state database; the caller closes it. */
+  redis: Redis
+  /** Prepended to every key; default `turnlog:`. */
+  keyPrefix?: string
+  /** How long a finished log stays readable. */
+  retentionMs: number
+  /** Expiry of an open log, renewed by every append; default 1 hour. */
+  openTtlMs?: number
+  /** Longest XREAD block, and how often followed logs are checked for existence; default 2 s. */
+  blockMs?: number
+}
+
+/** A TurnLogStore on Redis Streams (durable: true), shared by every instance. */
+export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore {
+  const { redis, retentionMs } = options
+  const prefix = options.keyPrefix ?? 'turnlog:'
+  const openTtlMs = options.openTtlMs ?? 3_600_000
+  const keys = (messageId: string) => turnLogKeys(prefix, messageId)
+  const blockMs = options.blockMs ?? 2_000
+  const mirrors = new RedisLogMirrors(redis, keys, openTtlMs, blockMs)
+  const batcher = new RedisLogBatcher(redis, { openMs: openTtlMs, retentionMs }, mirrors)
+  const follower = new RedisLogFollower(redis, blockMs)
+  let closed = false
+
+  function assertOpen() {
+    if (closed) throw new Error('turn log store is closed')
+  }
+
+  /** Items [from, to) of a log, at most 1,000; fewer when it is gone. */
+  async function readRange(messageId: string, from: number, to: number): Promise<string[]> {
+    const range = await redis.xrange(
+      keys(messageId).stream,
+      `${from + 1}-0`,
+      `${to}-0`,
+      'COUNT',
+      1_000,
+    )
+    return range.map(([, fields]) => fields[1] ?? '')
+  }
+
+  return {
+    durable: true,
+
+    async open({ messageId, conversationId, userId }) {
+      assertOpen()
+      const { meta, stream } = keys(messageId)
+      await redis
+        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs)
+        .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
+      mirrors.opened(messageId)
+    },
+
+    async append(messageId, items, fence) {
+      assertOpen()
+      await batcher.write('append', messageId, keys(messageId), [...items], fence)
+    },
+
+    async claim(messageId, fence) {
+      assertOpen()
+      const { meta, stream } = keys(messageId)
+      const reply = await redis
+        .eval(CLAIM_SCRIPT, 2, meta, stream, fence, openTtlMs)
+        .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
+      if (!Array.isArray(reply)) return undefined
+      const [conversationId, userId, length, finished] = reply.map(String)
+      const info: TurnLogInfo = {
+        messageId,
+        conversationId: conversationId ?? '',
+        userId: userId ?? '',
+        length: Number(length),
+        finished: finished === '1',
+      }
+      // The first acknowledged append makes the mirror; a stale one must go.
+      if (info.finished || mirrors.get(messageId)?.end !== info.length) mirrors.detach(messageId)
+      return info
+    },
+
+    async finish(messageId, fence) {
+      assertOpen()
+      await batcher.write('finish', messageId, keys(messageId), [], fence)
+    },
+
+    async info(messageId) {
+      const fields = ['conversationId', 'userId', 'length', 'finished'] as const
+      const [conversationId, userId, length, finished] = await redis.hmget(
+        keys(messageId).meta,
+        ...fields,
+      )
+      if (conversationId == null || userId == null) return undefined
+      return {
+        messageId,
+        conversationId,
+        userId,
+        length: Number(length),
+        finished: finished === '1',
+      }
+    },
+
+    async *read(messageId, offset, signal) {
+      let next = Math.max(0, offset)
+      while (!closed && !signal?.aborted) {
+        const mirror = mirrors.get(messageId)
+        if (!mirror) {
+          yield* readRemoteLog(redis, follower, keys(messageId), next, signal)
+          return
+        }
+        if (next < mirror.base) {
+          // Written before this process took the log over: from Redis.
+          const items = await readRange(messageId, next, mirror.base)
+          if (items.length === 0) return
+          for (const item of items) {
+            yield item
+            next++
+            if (signal?.aborted) return
+          }
+          continue
+        }
+        const resume = yield* mirror.follow(next, signal)
+        if (resume === undefined) return
+        next = resume
+      }
+    },
+
+    async readAll(messageId) {
+      const entries = await redis.xrange(keys(messageId).stream, '-', '+')
+      return entries.filter(([, fields]) => fields[0] === 'i').map(([, fields]) => fields[1] ?? '')
+    },
+
+    async remove(messageId) {
+      const { meta, stream } = keys(messageId)
+      await redis.del(meta, stream)
+      mirrors.end(messageId)
+      follower.drop(stream)
+    },
+
+    async close() {
+      if (closed) return
+      await batcher.drain()
+      closed = true
+      mirrors.close()
+      await follower.close()
+    },
+  }
+}

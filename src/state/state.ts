@@ -1,0 +1,97 @@
+// The state of turns that is not a copy of anything (CONTRACT §13): turn logs,
+// leases, stop requests, and the counter variant's count. It lives apart from
+// the cache, so `DELETE /cache` and a cache flush never reach it: in-process
+// for the embedded defaults, or a Redis database of its own (REDIS_STATE_URL,
+// by default the cache server's next database number).
+import { randomBytes } from 'node:crypto'
+import Redis from 'ioredis'
+import type { ConversationLeases } from './conversation-leases.ts'
+import { createMemoryLeases } from './memory-leases.ts'
+import { createMemoryStopChannel } from './memory-stop-channel.ts'
+import { createMemoryTurnLogs } from './memory-turn-logs.ts'
+import { createRedisLeases } from './redis-leases.ts'
+import { createRedisStopChannel } from './redis-stop-channel.ts'
+import { createRedisTurnLogs } from './redis-turn-logs.ts'
+import type { StopChannel } from './stop-channel.ts'
+import type { TurnLogStore } from './turn-log-store.ts'
+
+export interface State {
+  readonly kind: 'redis' | 'memory'
+  logs: TurnLogStore
+  leases: ConversationLeases
+  stops: StopChannel
+  /**
+   * The resume-token secret every instance on this state shares: created once
+   * by whichever instance asks first, unless one is configured.
+   */
+  sharedSecret(name: string): Promise<string>
+  close(): Promise<void>
+}
+
+export interface StateOptions {
+  /** How long a finished turn's stream stays resumable. */
+  retentionMs: number
+  /** Prepended to every key and channel (tests run side by side on one Redis). */
+  keyPrefix?: string
+}
+
+export function createMemoryState(options: StateOptions): State {
+  const logs = createMemoryTurnLogs({ retentionMs: options.retentionMs })
+  const leases = createMemoryLeases()
+  const stops = createMemoryStopChannel()
+  const secrets = new Map<string, string>()
+  return {
+    kind: 'memory',
+    logs,
+    leases,
+    stops,
+    async sharedSecret(name) {
+      const secret = secrets.get(name) ?? randomBytes(32).toString('hex')
+      secrets.set(name, secret)
+      return secret
+    },
+    async close() {
+      await Promise.all([logs.close(), leases.close(), stops.close()])
+    },
+  }
+}
+
+/** Connects to the state database at `url`; fails when it does not answer. */
+export async function openRedisState(url: string, options: StateOptions): Promise<State> {
+  const prefix = options.keyPrefix ?? ''
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    // Commands issued in one tick (renewals, log batches) share a round trip.
+    enableAutoPipelining: true,
+  })
+  redis.on('error', () => {})
+  try {
+    await redis.ping()
+    const logs = createRedisTurnLogs({ redis, keyPrefix: prefix, retentionMs: options.retentionMs })
+    const leases = createRedisLeases({ redis, keyPrefix: prefix })
+    const stops = await createRedisStopChannel({ redis, keyPrefix: prefix })
+    return {
+      kind: 'redis',
+      logs,
+      leases,
+      stops,
+      async sharedSecret(name) {
+        const key = `${prefix}secret:${name}`
+        await redis.set(key, randomBytes(32).toString('hex'), 'NX')
+        const secret = await redis.get(key)
+        if (secret === null)
+          throw new Error(`the shared secret ${name} vanished from the state store`)
+        return secret
+      },
+      async close() {
+        await Promise.all([logs.close(), leases.close(), stops.close()])
+        redis.disconnect()
+      },
+    }
+  } catch (error) {
+    redis.disconnect()
+    throw error
+  }
+}

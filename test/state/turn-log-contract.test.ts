@@ -1,0 +1,395 @@
+// The TurnLogStore contract, run unchanged over every adapter here: the
+// in-process one always, the Redis one when TEST_REDIS_URL is set (a random
+// key prefix per run, deleted afterwards). A second Redis store on a second
+// connection stands for another process, so cross-instance reading is tested
+// too. Waits are on events and promises, never on sleeps.
+import { afterAll, describe, expect, spyOn, test } from 'bun:test'
+import Redis from 'ioredis'
+import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
+import { turnLogKeys } from '../../src/state/redis-turn-log-scripts.ts'
+import { createRedisTurnLogs } from '../../src/state/redis-turn-logs.ts'
+import {
+  TurnLogFencedError,
+  TurnLogMissingError,
+  type TurnLogStore,
+} from '../../src/state/turn-log-store.ts'
+import { uniqueName } from '../support/backends.ts'
+
+const RETENTION_MS = 10_000
+const OPEN_TTL_MS = 60_000
+
+interface TurnLogBackend {
+  name: 'memory' | 'redis'
+  /** A store as one process sees it. */
+  open(): TurnLogStore
+  /** A store as another process sees it (Redis only), blocking XREADs up to blockMs. */
+  openOther?(blockMs?: number): TurnLogStore
+  /** The Redis client and key prefix of open(), for looking at keys. */
+  redis?: { client: Redis; prefix: string }
+  cleanup(): Promise<void>
+}
+
+function memoryBackend(): TurnLogBackend {
+  const stores: TurnLogStore[] = []
+  return {
+    name: 'memory',
+    open() {
+      const store = createMemoryTurnLogs({ retentionMs: RETENTION_MS })
+      stores.push(store)
+      return store
+    },
+    async cleanup() {
+      for (const store of stores) await store.close()
+    },
+  }
+}
+
+function redisBackend(url: string): TurnLogBackend {
+  const prefix = `${uniqueName('turnlog')}:`
+  const client = new Redis(url)
+  const otherClient = new Redis(url)
+  const stores: TurnLogStore[] = []
+  const make = (redis: Redis, blockMs = 200) => {
+    const store = createRedisTurnLogs({
+      redis,
+      keyPrefix: prefix,
+      retentionMs: RETENTION_MS,
+      openTtlMs: OPEN_TTL_MS,
+      blockMs,
+    })
+    stores.push(store)
+    return store
+  }
+  return {
+    name: 'redis',
+    open: () => make(client),
+    openOther: (blockMs) => make(otherClient, blockMs),
+    redis: { client, prefix },
+    async cleanup() {
+      for (const store of stores) await store.close()
+      let cursor = '0'
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000)
+        if (keys.length > 0) await client.unlink(...keys)
+        cursor = next
+      } while (cursor !== '0')
+      await client.quit()
+      await otherClient.quit()
+    },
+  }
+}
+
+function turnLogBackends(): TurnLogBackend[] {
+  const backends = [memoryBackend()]
+  const url = process.env.TEST_REDIS_URL
+  if (url) backends.push(redisBackend(url))
+  return backends
+}
+
+async function collect(items: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = []
+  for await (const item of items) all.push(item)
+  return all
+}
+
+const identity = () => ({
+  messageId: uniqueName('msg'),
+  conversationId: uniqueName('conv'),
+  userId: 'alice',
+})
+
+/** An opened log with items appended and, when `finish`, finished. */
+async function logWith(store: TurnLogStore, items: string[], finish = false) {
+  const id = identity()
+  await store.open(id)
+  if (items.length > 0) await store.append(id.messageId, items, 0)
+  if (finish) await store.finish(id.messageId, 0)
+  return id.messageId
+}
+
+for (const backend of turnLogBackends()) {
+  describe(`TurnLogStore contract: ${backend.name}`, () => {
+    const store = backend.open()
+    /** The readers' view: another process for Redis, the same store in memory. */
+    const other = backend.openOther?.() ?? store
+    afterAll(() => backend.cleanup(), 30_000)
+
+    test('durable names the adapter', () => {
+      expect(store.durable).toBe(backend.name === 'redis')
+    })
+
+    test('open, info, append, finish', async () => {
+      const id = identity()
+      expect(await store.info(id.messageId)).toBeUndefined()
+      await store.open(id)
+      expect(await store.info(id.messageId)).toEqual({ ...id, length: 0, finished: false })
+      await store.append(id.messageId, ['a', 'b'], 0)
+      await store.append(id.messageId, [], 0)
+      await store.append(id.messageId, ['c'], 0)
+      expect(await other.info(id.messageId)).toEqual({ ...id, length: 3, finished: false })
+      await store.finish(id.messageId, 0)
+      await store.finish(id.messageId, 0) // a second finish changes nothing
+      expect(await other.info(id.messageId)).toEqual({ ...id, length: 3, finished: true })
+      expect(await other.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
+      await expect(store.append(id.messageId, ['d'], 0)).rejects.toThrow(/finished/)
+      expect(await store.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
+    })
+
+    test('reading a finished log from every offset yields exactly the rest, once', async () => {
+      const items = ['0', '1', '2', '3', '4']
+      const messageId = await logWith(store, items, true)
+      for (const reader of new Set([store, other]))
+        for (let offset = 0; offset <= items.length + 2; offset++)
+          expect(await collect(reader.read(messageId, offset))).toEqual(items.slice(offset))
+    })
+
+    test('an empty finished log reads as nothing', async () => {
+      const messageId = await logWith(store, [], true)
+      expect(await collect(other.read(messageId, 0))).toEqual([])
+      expect(await other.readAll(messageId)).toEqual([])
+    })
+
+    test('reading a log that does not exist ends at once', async () => {
+      expect(await collect(other.read(uniqueName('absent'), 0))).toEqual([])
+      expect(await other.readAll(uniqueName('absent'))).toEqual([])
+    })
+
+    test('a live reader sees items appended after it started, and ends at finish', async () => {
+      const messageId = await logWith(store, ['a'])
+      const reader = store.read(messageId, 0)
+      expect((await reader.next()).value).toBe('a')
+      const pending = reader.next()
+      await store.append(messageId, ['b'], 0)
+      expect((await pending).value).toBe('b')
+      // Not awaited: the reader still sees them in order.
+      void store.append(messageId, ['c', 'd'], 0)
+      void store.append(messageId, ['e'], 0)
+      void store.finish(messageId, 0)
+      expect(await collect(reader)).toEqual(['c', 'd', 'e'])
+    })
+
+    test('a reader past the end of an open log waits for items to reach its offset', async () => {
+      const messageId = await logWith(store, ['a'])
+      for (const reader of new Set([store, other])) {
+        const length = (await store.info(messageId))?.length ?? 0
+        const items = reader.read(messageId, length + 2)
+        const first = items.next()
+        await store.append(messageId, ['x', 'y', `z${length}`], 0)
+        expect((await first).value).toBe(`z${length}`)
+        await items.return(undefined)
+      }
+      await store.finish(messageId, 0)
+      expect(await collect(other.read(messageId, 99))).toEqual([])
+    })
+
+    test('fencing: a claim raises the fence, lower writers are refused', async () => {
+      const id = identity()
+      await store.open(id)
+      await store.append(id.messageId, ['a'], 0)
+      expect(await other.claim(id.messageId, 5)).toEqual({ ...id, length: 1, finished: false })
+      await expect(store.append(id.messageId, ['x'], 0)).rejects.toBeInstanceOf(TurnLogFencedError)
+      await expect(store.finish(id.messageId, 4)).rejects.toBeInstanceOf(TurnLogFencedError)
+      await expect(store.claim(id.messageId, 4)).rejects.toBeInstanceOf(TurnLogFencedError)
+      await other.append(id.messageId, ['b'], 5)
+      // A higher fence may write too; only a claim raises the log's fence.
+      await other.append(id.messageId, ['c'], 7)
+      expect(await other.claim(id.messageId, 7)).toEqual({ ...id, length: 3, finished: false })
+      await expect(other.append(id.messageId, ['y'], 5)).rejects.toBeInstanceOf(TurnLogFencedError)
+      await other.finish(id.messageId, 7)
+      expect(await store.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
+      expect(await collect(store.read(id.messageId, 0))).toEqual(['a', 'b', 'c'])
+      expect(await store.claim(uniqueName('absent'), 1)).toBeUndefined()
+    })
+
+    test('a reader of the old writer follows the new owner after a takeover', async () => {
+      const messageId = await logWith(store, ['a'])
+      const reader = store.read(messageId, 0)
+      expect((await reader.next()).value).toBe('a')
+      const rest = collect(reader)
+      await other.claim(messageId, 1)
+      await other.append(messageId, ['b', 'c'], 1)
+      await other.finish(messageId, 1)
+      // The old writer learns of the takeover on its next write.
+      await expect(store.append(messageId, ['stale'], 0)).rejects.toBeInstanceOf(TurnLogFencedError)
+      expect(await rest).toEqual(['b', 'c'])
+    })
+
+    test('a reader of the old writer follows the new owner, even with no write from the old one', async () => {
+      const messageId = await logWith(store, ['a'])
+      const rest = collect(store.read(messageId, 1))
+      await other.claim(messageId, 1)
+      await other.append(messageId, ['b'], 1)
+      await other.finish(messageId, 1)
+      expect(await rest).toEqual(['b'])
+    })
+
+    test('writes to a missing log are refused; opening twice throws', async () => {
+      const absent = uniqueName('absent')
+      await expect(store.append(absent, ['a'], 0)).rejects.toBeInstanceOf(TurnLogMissingError)
+      await expect(store.finish(absent, 0)).rejects.toBeInstanceOf(TurnLogMissingError)
+      const id = identity()
+      await store.open(id)
+      await expect(store.open(id)).rejects.toThrow(/exists/)
+      await expect(other.open(id)).rejects.toThrow(/exists/)
+    })
+
+    test('remove deletes the log and ends the readers following it', async () => {
+      const messageId = await logWith(store, ['a'])
+      const local = store.read(messageId, 1).next()
+      const remote = other.read(messageId, 1).next()
+      await store.remove(messageId)
+      expect((await local).done).toBe(true)
+      expect((await remote).done).toBe(true)
+      expect(await store.info(messageId)).toBeUndefined()
+      expect(await store.readAll(messageId)).toEqual([])
+      await expect(store.append(messageId, ['b'], 0)).rejects.toBeInstanceOf(TurnLogMissingError)
+    })
+
+    test('a removal elsewhere ends the readers here', async () => {
+      const messageId = await logWith(store, ['a'])
+      const reader = store.read(messageId, 1).next()
+      await other.remove(messageId)
+      expect((await reader).done).toBe(true)
+    })
+
+    test('abort ends a reader, waiting or not', async () => {
+      const messageId = await logWith(store, ['a', 'b'])
+      for (const reader of new Set([store, other])) {
+        const controller = new AbortController()
+        const items = reader.read(messageId, 0, controller.signal)
+        expect((await items.next()).value).toBe('a')
+        controller.abort()
+        expect((await items.next()).done).toBe(true)
+        const waiting = new AbortController()
+        const pending = reader.read(messageId, 2, waiting.signal).next()
+        waiting.abort()
+        expect((await pending).done).toBe(true)
+      }
+    })
+
+    test('close ends the readers of the store', async () => {
+      const closing = backend.open()
+      const messageId = await logWith(closing, ['a'])
+      const own = closing.read(messageId, 1).next()
+      const followed = closing.read(await logWith(store, ['a']), 1).next()
+      await closing.close()
+      expect((await own).done).toBe(true)
+      expect((await followed).done).toBe(true)
+      expect(await collect(closing.read(messageId, 0))).toEqual([])
+    })
+
+    test('many concurrent appends to many logs keep each log in order', async () => {
+      const ids = Array.from({ length: 200 }, (_, n) => `${uniqueName('many')}_${n}`)
+      await Promise.all(ids.map((messageId) => store.open({ ...identity(), messageId })))
+      const writes: Promise<void>[] = []
+      for (let i = 0; i < 20; i++)
+        for (const messageId of ids) writes.push(store.append(messageId, [`${messageId}:${i}`], 0))
+      for (const messageId of ids) writes.push(store.finish(messageId, 0))
+      await Promise.all(writes)
+      const expected = (messageId: string) =>
+        Array.from({ length: 20 }, (_, i) => `${messageId}:${i}`)
+      for (const messageId of ids) {
+        expect(await other.readAll(messageId)).toEqual(expected(messageId))
+        expect(await other.info(messageId)).toMatchObject({ length: 20, finished: true })
+      }
+      expect(await collect(other.read(ids[7] ?? '', 0))).toEqual(expected(ids[7] ?? ''))
+    })
+
+    test('hostile content round-trips byte for byte', async () => {
+      const items = [
+        'data: {"text":"line\\nbreak"}\n\n',
+        'raw\nnewlines\r\nand\rreturns\n\n\n',
+        '',
+        'ünïcode ✓ 😀 \u2028\u2029 \u0000 nul, "quotes" and \\backslashes',
+        'é'.repeat(50_000), // 100 KB of UTF-8
+        `${'x'.repeat(100_000)}😀`,
+      ]
+      const messageId = await logWith(store, items)
+      const live = collect(other.read(messageId, 0))
+      await store.finish(messageId, 0)
+      expect(await other.readAll(messageId)).toEqual(items)
+      expect(await live).toEqual(items)
+      expect(await collect(store.read(messageId, 3))).toEqual(items.slice(3))
+    })
+
+    if (backend.name === 'memory')
+      test('retention: a finished log disappears retentionMs after finish', async () => {
+        let now = 1_000
+        const clocked = createMemoryTurnLogs({ retentionMs: 500, now: () => now })
+        const id = identity()
+        await clocked.open(id)
+        await clocked.append(id.messageId, ['a'], 0)
+        now += 10_000 // an open log never expires here
+        await clocked.finish(id.messageId, 0)
+        now += 499
+        expect(await clocked.info(id.messageId)).toMatchObject({ finished: true })
+        expect(await clocked.readAll(id.messageId)).toEqual(['a'])
+        now += 1
+        expect(await clocked.info(id.messageId)).toBeUndefined()
+        expect(await clocked.readAll(id.messageId)).toEqual([])
+        expect(await collect(clocked.read(id.messageId, 0))).toEqual([])
+        await clocked.close()
+      })
+
+    const inspect = backend.redis
+    if (inspect) {
+      const pttls = (messageId: string) => {
+        const { stream, meta } = turnLogKeys(inspect.prefix, messageId)
+        return Promise.all([inspect.client.pttl(stream), inspect.client.pttl(meta)])
+      }
+
+      test('retention: open logs expire after openTtlMs, finished ones after retentionMs', async () => {
+        const messageId = await logWith(store, ['a'])
+        for (const ttl of await pttls(messageId)) {
+          expect(ttl).toBeGreaterThan(RETENTION_MS)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
+        }
+        await store.finish(messageId, 0)
+        for (const ttl of await pttls(messageId)) {
+          expect(ttl).toBeGreaterThan(0)
+          expect(ttl).toBeLessThanOrEqual(RETENTION_MS)
+        }
+      })
+
+      test('readers on another instance follow live, join while it blocks, end at finish', async () => {
+        // XREAD blocks for a minute here: only CLIENT UNBLOCK lets later logs join in time.
+        const remote = backend.openOther?.(60_000) ?? other
+        const first = await logWith(store, ['a0'])
+        const firstReader = remote.read(first, 0)
+        expect((await firstReader.next()).value).toBe('a0')
+        const pending = firstReader.next()
+        await store.append(first, ['a1'], 0)
+        expect((await pending).value).toBe('a1')
+        const second = await logWith(store, [])
+        const secondReader = remote.read(second, 0)
+        const secondFirst = secondReader.next() // joins the XREAD blocked on `first`
+        const lateReader = collect(remote.read(first, 1))
+        await store.append(second, ['b0'], 0)
+        expect((await secondFirst).value).toBe('b0')
+        await store.append(first, ['a2'], 0)
+        await store.finish(first, 0)
+        await store.append(second, ['b1', 'b2'], 0)
+        await store.finish(second, 0)
+        expect(await collect(firstReader)).toEqual(['a2'])
+        expect(await lateReader).toEqual(['a1', 'a2'])
+        expect(await collect(secondReader)).toEqual(['b1', 'b2'])
+        await remote.close()
+      })
+
+      test('a batch of appends to many logs is one pipeline, one round trip', async () => {
+        const ids = await Promise.all(Array.from({ length: 50 }, () => logWith(store, [])))
+        const pipelines = spyOn(inspect.client, 'pipeline')
+        const evals = spyOn(inspect.client, 'evalsha')
+        try {
+          await Promise.all(ids.map((messageId) => store.append(messageId, ['a', 'b'], 0)))
+          expect(pipelines).toHaveBeenCalledTimes(1)
+          expect(evals).not.toHaveBeenCalled()
+        } finally {
+          pipelines.mockRestore()
+          evals.mockRestore()
+        }
+        expect(await other.readAll(ids[49] ?? '')).toEqual(['a', 'b'])
+      })
+    }
+  })
+}
