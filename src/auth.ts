@@ -12,7 +12,6 @@ export interface Authenticator {
   userOf(request: Request, claimed: string | undefined): Promise<string>
   /** The verified user when the request carries an identity, else undefined (resume). */
   optionalUserOf(request: Request, claimed: string | undefined): Promise<string | undefined>
-  readonly mode: 'development' | 'jwt'
 }
 
 const MAX_USER_ID = 128
@@ -29,7 +28,6 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
     const optionalUserOf = async (_request: Request, claimed: string | undefined) =>
       checkUserId(claimed)
     return {
-      mode: 'development',
       optionalUserOf,
       async userOf(request, claimed) {
         const user = await optionalUserOf(request, claimed)
@@ -60,5 +58,5 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
       throw forbidden('The user_id does not match the authenticated user.')
     return sub
   }
-  return { mode: 'jwt', userOf, optionalUserOf: userOf }
+  return { userOf, optionalUserOf: userOf }
 }

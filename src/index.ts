@@ -43,6 +43,7 @@ async function main() {
     variant: config.variant,
     database: deps.db?.kind,
     cache: deps.cache?.kind,
+    state: deps.state?.kind,
   })
 
   let stopping = false

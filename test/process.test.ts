@@ -1,193 +1,29 @@
 // The real entry point as an operator runs it (`bun run src/index.ts`, embedded
 // storage, loopback only): it serves, refuses a DATA_DIR another process holds,
 // stops on a bad APP_VARIANT or PORT with a one-line message, streams a send,
-// and on SIGTERM lets a running turn finish, persists it and exits 0.
+// and on SIGTERM lets a running turn finish, persists it and exits 0 - or,
+// past the grace period, stops it as interrupted and stores it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Subprocess } from 'bun'
 import { VARIANTS } from '../src/config.ts'
+import {
+  answers200,
+  appendedChunks,
+  dataItems,
+  exitCode,
+  killAllServers,
+  reading,
+  runToExit,
+  type Server,
+  send,
+  startServer,
+  waitReady,
+} from './support/server-process.ts'
 
-const ROOT = join(import.meta.dir, '..')
-const READY_WITHIN_MS = 30_000
-const EXIT_WITHIN_MS = 15_000
 /** Spawning bun is quick, but not on a machine busy with other test runs. */
 const SPAWN_TEST_TIMEOUT_MS = 30_000
 const DONE = 'data: [DONE]\n\n'
 
-const children: Subprocess[] = []
-const tempDirs: string[] = []
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-function tempDataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'conduit-process-'))
-  tempDirs.push(dir)
-  return dir
-}
-
-/** A loopback port nothing listens on: bind port 0, note the port, let it go. */
-function freePort(): number {
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const { port } = server
-  server.stop(true)
-  if (port === undefined) throw new Error('could not find a free port')
-  return port
-}
-
-/** The environment of a child: embedded storage (no DATABASE_URL / REDIS_URL), loopback. */
-function childEnv(overrides: Record<string, string>): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? tmpdir(),
-    HOST: '127.0.0.1',
-    PORT: String(freePort()),
-    LOCAL_MODEL_CHUNK_DELAY_MS: '0',
-    DATA_DIR: tempDataDir(),
-    ...overrides,
-  }
-}
-
-interface Server {
-  proc: Subprocess<'ignore', 'ignore', 'pipe'>
-  base: string
-  dataDir: string
-  stderr: () => string
-}
-
-/** Starts the entry point and keeps draining its stderr (for failure messages). */
-function startServer(overrides: Record<string, string> = {}): Server {
-  const env = childEnv(overrides)
-  const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
-    cwd: ROOT,
-    env,
-    stdin: 'ignore',
-    stdout: 'ignore',
-    stderr: 'pipe',
-  })
-  children.push(proc)
-  let stderr = ''
-  void (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
-  })()
-  return {
-    proc,
-    base: `http://127.0.0.1:${env.PORT}`,
-    dataDir: env.DATA_DIR ?? '',
-    stderr: () => stderr,
-  }
-}
-
-async function answers200(url: string): Promise<boolean> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) })
-    await response.arrayBuffer()
-    return response.status === 200
-  } catch {
-    return false
-  }
-}
-
-/** Waits until the server answers GET /health (or, failing that, the conversation list). */
-async function waitReady(server: Server): Promise<void> {
-  const deadline = Date.now() + READY_WITHIN_MS
-  while (Date.now() < deadline) {
-    if (server.proc.exitCode !== null)
-      throw new Error(`server exited with ${server.proc.exitCode}: ${server.stderr()}`)
-    if (await answers200(`${server.base}/health`)) return
-    if (await answers200(`${server.base}/backend-api/conversations?user_id=probe`)) return
-    await sleep(200)
-  }
-  throw new Error(`server did not answer within ${READY_WITHIN_MS} ms: ${server.stderr()}`)
-}
-
-/** Resolves with the exit code, or throws when the process is still running after ms. */
-async function exitCode(proc: Subprocess, ms = EXIT_WITHIN_MS): Promise<number> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`process still running after ${ms} ms`)), ms)
-  })
-  try {
-    return await Promise.race([proc.exited, timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-/** Runs the entry point to completion: its exit code and everything it wrote to stderr. */
-async function runToExit(overrides: Record<string, string>) {
-  const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
-    cwd: ROOT,
-    env: childEnv(overrides),
-    stdin: 'ignore',
-    stdout: 'ignore',
-    stderr: 'pipe',
-  })
-  children.push(proc)
-  const stderr = new Response(proc.stderr).text()
-  const code = await exitCode(proc)
-  return { code, stderr: await stderr }
-}
-
-function send(base: string, userId: string, text: string): Promise<Response> {
-  return fetch(`${base}/backend-api/f/conversation`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      user_id: userId,
-      messages: [{ role: 'user', content: { content_type: 'text', parts: [text] } }],
-    }),
-  })
-}
-
-/** The JSON of every `data:` line of an SSE body, `[DONE]` left out. */
-function dataItems(body: string): Record<string, unknown>[] {
-  return body
-    .split('\n')
-    .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
-    .map((line) => JSON.parse(line.slice('data: '.length)) as Record<string, unknown>)
-}
-
-/** The text chunks of the append operations in an SSE body, in order. */
-function appendedChunks(body: string): string[] {
-  const chunks: string[] = []
-  for (const item of dataItems(body)) {
-    if (item.o !== 'patch' || !Array.isArray(item.v)) continue
-    for (const op of item.v as { p?: unknown; o?: unknown; v?: unknown }[])
-      if (op.p === '/message/content/parts/0' && op.o === 'append' && typeof op.v === 'string')
-        chunks.push(op.v)
-  }
-  return chunks
-}
-
-/** What readUntil needs of a stream reader (Response bodies are typed loosely). */
-interface ChunkReader {
-  read(): Promise<{ done: boolean; value?: Uint8Array }>
-}
-
-/** Reads until done(text) holds for everything read so far, or the stream ends. */
-async function readUntil(
-  reader: ChunkReader,
-  decoder: TextDecoder,
-  done: (text: string) => boolean,
-): Promise<string> {
-  let text = ''
-  while (!done(text)) {
-    const { value, done: ended } = await reader.read()
-    if (ended || value === undefined) break
-    text += decoder.decode(value, { stream: true })
-  }
-  return text
-}
-
-afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  await Promise.all(children.map((child) => child.exited))
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
-})
+afterAll(killAllServers)
 
 describe('the entry point', () => {
   let server: Server
@@ -261,15 +97,13 @@ describe('SIGTERM', () => {
 
     const response = await send(slow.base, 'u-sigterm', 'please tell me a rather long story')
     expect(response.status).toBe(200)
-    if (!response.body) throw new Error('the send has no body')
-    const reader = response.body.getReader()
-    const decoder = new TextDecoder()
-    const before = await readUntil(reader, decoder, (text) => text.includes('"o":"append"'))
+    const stream = reading(response)
+    const before = await stream.until((text) => text.includes('"o":"append"'))
     expect(before).not.toContain(DONE)
 
     slow.proc.kill('SIGTERM')
-    const after = await readUntil(reader, decoder, () => false)
-    const body = before + after
+    const body = await stream.until(() => false)
+    const after = body.slice(before.length)
 
     // The turn was still running when SIGTERM arrived, and finished normally.
     expect(appendedChunks(after).length).toBeGreaterThan(0)
@@ -294,6 +128,35 @@ describe('SIGTERM', () => {
     }
     expect(messages.map((message) => message.role)).toEqual(['user', 'assistant'])
     expect(messages[1]?.content.parts.join('')).toBe(appendedChunks(body).join(''))
+    again.proc.kill('SIGTERM')
+    expect(await exitCode(again.proc)).toBe(0)
+  }, 90_000)
+})
+
+describe('SIGTERM past the grace period', () => {
+  test('a turn still running is stopped as interrupted, stored as streamed, and the exit code is 0', async () => {
+    const slow = startServer({ LOCAL_MODEL_CHUNK_DELAY_MS: '100', SHUTDOWN_GRACE_MS: '300' })
+    await waitReady(slow)
+    const stream = reading(await send(slow.base, 'u-grace', 'please tell me a very long story'))
+    await stream.until((text) => text.includes('"o":"append"'))
+    slow.proc.kill('SIGTERM')
+    const body = await stream.until(() => false)
+    expect(body).toContain('"finish_details":{"type":"interrupted"}')
+    expect(body).not.toContain('"type":"error"')
+    expect(body).toEndWith(DONE)
+    expect(await exitCode(slow.proc)).toBe(0)
+
+    const conversationId = dataItems(body)[1]?.conversation_id
+    const again = startServer({ DATA_DIR: slow.dataDir })
+    await waitReady(again)
+    const history = await fetch(
+      `${again.base}/backend-api/conversation/${conversationId}?user_id=u-grace`,
+    )
+    const { messages } = (await history.json()) as {
+      messages: { role: string; content: { parts: string[] } }[]
+    }
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant'])
+    expect(messages[1]?.content.parts[0]).toBe(appendedChunks(body).join(''))
     again.proc.kill('SIGTERM')
     expect(await exitCode(again.proc)).toBe(0)
   }, 90_000)

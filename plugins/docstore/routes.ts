@@ -10,7 +10,6 @@ import { requireAdmin } from './admin-guard.ts'
 import { createDocument, listDocuments, searchDocuments } from './documents.ts'
 import { checkHealth } from './health.ts'
 import { DEFAULT_TOP_K } from './limits.ts'
-import { requireObjectField } from './object-guard.ts'
 import {
   CreateDocumentResult,
   DocumentBody,
@@ -54,7 +53,6 @@ export function docstorePlugin({ db, cache, config }: DocstoreDeps) {
       },
     )
     .post('/documents', ({ body }) => createDocument({ db, cache }, body), {
-      transform: ({ body }) => requireObjectField(body, 'metadata'),
       body: DocumentBody,
       response: { 200: CreateDocumentResult, 413: ErrorBody, 422: ErrorBody },
       detail: {

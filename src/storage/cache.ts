@@ -8,8 +8,6 @@ export interface Cache {
   get(key: string): Promise<string | null>
   /** Sets the value; with ttlSeconds the key expires after that many seconds. */
   set(key: string, value: string, ttlSeconds?: number): Promise<void>
-  /** Sets the value only when the key is absent; true when it was set. */
-  setIfAbsent(key: string, value: string, ttlSeconds?: number): Promise<boolean>
   /** Deletes the keys; returns how many existed. */
   del(...keys: string[]): Promise<number>
   /** Increments an integer value (absent = 0) and returns the new value. */

@@ -51,11 +51,6 @@ export function createMemoryCache(now: () => number = Date.now): Cache {
     async set(key, value, ttlSeconds) {
       entries.set(key, { value, expiresAt: expiry(ttlSeconds) })
     },
-    async setIfAbsent(key, value, ttlSeconds) {
-      if (live(key)) return false
-      entries.set(key, { value, expiresAt: expiry(ttlSeconds) })
-      return true
-    },
     async del(...keys) {
       let deleted = 0
       for (const key of keys) if (live(key) && entries.delete(key)) deleted++

@@ -43,13 +43,6 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
       if (ttlSeconds === undefined) await redis.set(k(key), value)
       else await redis.set(k(key), value, 'EX', ttlSeconds)
     },
-    async setIfAbsent(key, value, ttlSeconds) {
-      const reply =
-        ttlSeconds === undefined
-          ? await redis.set(k(key), value, 'NX')
-          : await redis.set(k(key), value, 'EX', ttlSeconds, 'NX')
-      return reply === 'OK'
-    },
     del: (...keys) => (keys.length === 0 ? Promise.resolve(0) : redis.del(...keys.map(k))),
     incr: (key) => redis.incr(k(key)),
     ttl: (key) => redis.ttl(k(key)),

@@ -25,7 +25,7 @@ interface TurnLogBackend {
   /** A store as another process sees it (Redis only), blocking XREADs up to blockMs. */
   openOther?(blockMs?: number): TurnLogStore
   /** The Redis client and key prefix of open(), for looking at keys. */
-  redis?: { client: Redis; prefix: string }
+  redis?: { client: Redis; prefix: string; url: string }
   cleanup(): Promise<void>
 }
 
@@ -64,7 +64,7 @@ function redisBackend(url: string): TurnLogBackend {
     name: 'redis',
     open: () => make(client),
     openOther: (blockMs) => make(otherClient, blockMs),
-    redis: { client, prefix },
+    redis: { client, prefix, url },
     async cleanup() {
       for (const store of stores) await store.close()
       let cursor = '0'
@@ -377,18 +377,33 @@ for (const backend of turnLogBackends()) {
       })
 
       test('a batch of appends to many logs is one pipeline, one round trip', async () => {
-        const ids = await Promise.all(Array.from({ length: 50 }, () => logWith(store, [])))
-        const pipelines = spyOn(inspect.client, 'pipeline')
-        const evals = spyOn(inspect.client, 'evalsha')
+        // A client of its own, so no reader's pipeline is counted.
+        const client = new Redis(inspect.url)
+        const batched = createRedisTurnLogs({
+          redis: client,
+          keyPrefix: inspect.prefix,
+          retentionMs: RETENTION_MS,
+        })
+        const ids = await Promise.all(Array.from({ length: 50 }, () => logWith(batched, [])))
+        const pipelines = spyOn(client, 'pipeline')
+        const evals = spyOn(client, 'evalsha')
         try {
-          await Promise.all(ids.map((messageId) => store.append(messageId, ['a', 'b'], 0)))
+          await Promise.all(ids.map((messageId) => batched.append(messageId, ['a', 'b'], 0)))
           expect(pipelines).toHaveBeenCalledTimes(1)
           expect(evals).not.toHaveBeenCalled()
+          // While that batch is in flight, the next appends wait for it, then go as one.
+          const first = Promise.all(ids.map((messageId) => batched.append(messageId, ['c'], 0)))
+          await Promise.resolve()
+          const second = Promise.all(ids.map((messageId) => batched.append(messageId, ['d'], 0)))
+          await Promise.all([first, second])
+          expect(pipelines).toHaveBeenCalledTimes(3)
         } finally {
           pipelines.mockRestore()
           evals.mockRestore()
+          await batched.close()
+          await client.quit()
         }
-        expect(await other.readAll(ids[49] ?? '')).toEqual(['a', 'b'])
+        expect(await other.readAll(ids[49] ?? '')).toEqual(['a', 'b', 'c', 'd'])
       })
     }
   })

@@ -1,6 +1,6 @@
 // The Cache port contract, run unchanged over every adapter in cacheBackends()
 // (the in-process cache always, real Redis when TEST_REDIS_URL is set): strings,
-// expiry, setIfAbsent, del, incr, the list operations, flush and ping. The same
+// expiry, del, incr, the list operations, flush and ping. The same
 // assertions for both adapters are the point: the service cannot tell them apart.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import type { Cache } from '../../src/storage/cache.ts'
@@ -53,12 +53,10 @@ for (const backend of cacheBackends()) {
 
     test('keys with a 1 s ttl are gone after it', async () => {
       const str = key('exp')
-      const nx = key('exp')
       const list = key('exp')
       const replaced = key('exp')
       const kept = key('exp')
       await cache.set(str, 'v', 1)
-      expect(await cache.setIfAbsent(nx, 'v', 1)).toBe(true)
       await cache.listPush(list, ['a'], 10, 1)
       await cache.listReplace(replaced, ['a', 'b'], 1)
       await cache.set(kept, 'v', 60)
@@ -69,31 +67,12 @@ for (const backend of cacheBackends()) {
 
       expect(await cache.get(str)).toBeNull()
       expect(await cache.ttl(str)).toBe(-2)
-      expect(await cache.get(nx)).toBeNull()
       expect(await cache.listAll(list)).toEqual([])
       expect(await cache.listAll(replaced)).toEqual([])
       expect(await cache.get(kept)).toBe('v')
       // An expired key is absent for every operation.
-      expect(await cache.setIfAbsent(nx, 'again')).toBe(true)
       expect(await cache.del(str, list)).toBe(0)
       expect(await cache.incr(str)).toBe(1)
-    })
-
-    test('setIfAbsent sets only an absent key', async () => {
-      const k = key('nx')
-      expect(await cache.setIfAbsent(k, 'first')).toBe(true)
-      expect(await cache.setIfAbsent(k, 'second')).toBe(false)
-      expect(await cache.get(k)).toBe('first')
-      expect(await cache.ttl(k)).toBe(-1)
-
-      const withTtl = key('nx')
-      expect(await cache.setIfAbsent(withTtl, 'v', 30)).toBe(true)
-      const remaining = await cache.ttl(withTtl)
-      expect(remaining).toBeGreaterThanOrEqual(1)
-      expect(remaining).toBeLessThanOrEqual(30)
-      // A refused setIfAbsent leaves the expiry alone.
-      expect(await cache.setIfAbsent(withTtl, 'w')).toBe(false)
-      expect(await cache.ttl(withTtl)).toBeGreaterThanOrEqual(1)
     })
 
     test('del deletes the keys and counts those that existed', async () => {
