@@ -146,7 +146,8 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
     .post(
       '/stop_conversation',
       async ({ body, query, request }) => {
-        const claimed = body.user_id ?? claimedReader(request, query.user_id)
+        // Identity as for reads (header, then query), and the body's user_id as a send names it.
+        const claimed = claimedReader(request, query.user_id) ?? body.user_id
         const userId = await auth.userOf(request, claimed)
         return conversations.stop(userId, body.conversation_id.toLowerCase())
       },

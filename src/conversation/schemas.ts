@@ -25,11 +25,13 @@ const InputMessage = t.Object(
   open,
 )
 
+/** A body's `user_id`: who the caller is in development mode (CONTRACT §2). */
+const bodyUserId = (description: string) =>
+  t.Optional(t.String({ minLength: 1, maxLength: 128, description }))
+
 export const SendBody = t.Object(
   {
-    user_id: t.Optional(
-      t.String({ minLength: 1, maxLength: 128, description: 'Required unless JWT auth is on.' }),
-    ),
+    user_id: bodyUserId('Required unless JWT auth is on.'),
     conversation_id: t.Optional(
       t.Union([t.String({ format: 'uuid' }), t.Null()], {
         description: 'Absent or null: start a new conversation.',
@@ -47,13 +49,7 @@ export type SendBody = typeof SendBody.static
 export const ResumeBody = t.Object(
   {
     conversation_id: t.String({ format: 'uuid' }),
-    user_id: t.Optional(
-      t.String({
-        minLength: 1,
-        maxLength: 128,
-        description: 'Development mode: when given (or X-User-Id), must be the token’s user.',
-      }),
-    ),
+    user_id: bodyUserId('Development mode: when given (or X-User-Id), must be the token’s user.'),
     // A Number with multipleOf, not t.Integer: Elysia would accept the string "3" for an Integer.
     offset: t.Optional(
       t.Number({
@@ -103,13 +99,7 @@ export const ConversationDetail = t.Object({
 export const StopBody = t.Object(
   {
     conversation_id: t.String({ format: 'uuid' }),
-    user_id: t.Optional(
-      t.String({
-        minLength: 1,
-        maxLength: 128,
-        description: 'Development mode: the caller, if no X-User-Id.',
-      }),
-    ),
+    user_id: bodyUserId('Development mode: the caller, if no X-User-Id.'),
   },
   open,
 )

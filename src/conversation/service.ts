@@ -17,7 +17,7 @@ import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
-import { nextTurn, runningTurn } from './turn-repository.ts'
+import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
 
 export interface ConversationServiceOptions {
   db: Db
@@ -152,11 +152,16 @@ export function createConversationService(options: ConversationServiceOptions) {
       return streamOf(claims.messageId, request.offset)
     },
 
-    /** Stops the conversation's running turn wherever it runs (CONTRACT §12). */
+    /**
+     * Stops the conversation's current turn wherever it runs (CONTRACT §12):
+     * the one streaming now, or the one about to (its stream has started, its
+     * runner has not claimed it yet). The stop is recorded on the turn, for a
+     * runner that claims it later, and sent to the one running it now.
+     */
     async stop(userId: string, conversationId: string) {
       await requireOwn(userId, conversationId)
-      const turn = await runningTurn(db, conversationId)
-      if (!turn) return { stopped: false as const }
+      const turn = await nextTurn(db, conversationId)
+      if (!turn || !(await requestStop(db, turn))) return { stopped: false as const }
       await options.stops.publish({ conversationId, messageId: turn.messageId })
       return { stopped: true as const, message_id: turn.messageId }
     },

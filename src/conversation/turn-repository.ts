@@ -108,14 +108,20 @@ export async function claimTurn(
   db: Queryable,
   turn: QueuedTurn,
   token: number,
-): Promise<{ previousToken: number | null; content: TextContent } | undefined> {
-  const rows = await db.query<{ previous: string | null; content: TextContent }>(
+): Promise<
+  { previousToken: number | null; content: TextContent; stopRequested: boolean } | undefined
+> {
+  const rows = await db.query<{
+    previous: string | null
+    content: TextContent
+    stop_requested: boolean
+  }>(
     `WITH old AS (
        SELECT seq, run_token FROM messages
         WHERE conversation_id = $1 AND id = $2 AND status = 'in_progress'
           AND (run_token IS NULL OR run_token < $3) FOR UPDATE)
      UPDATE messages m SET run_token = $3 FROM old WHERE m.seq = old.seq
-     RETURNING old.run_token::text AS previous, m.content`,
+     RETURNING old.run_token::text AS previous, m.content, m.stop_requested`,
     [turn.conversationId, turn.messageId, token],
   )
   const row = rows[0]
@@ -123,7 +129,21 @@ export async function claimTurn(
   return {
     previousToken: row.previous === null ? null : Number(row.previous),
     content: row.content,
+    stopRequested: row.stop_requested,
   }
+}
+
+/**
+ * Records a stop for an unfinished turn, so that a runner claiming it later
+ * ends it at once; false when the turn is no longer unfinished.
+ */
+export async function requestStop(db: Queryable, turn: QueuedTurn): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE messages SET stop_requested = true
+      WHERE conversation_id = $1 AND id = $2 AND status = 'in_progress' RETURNING 1`,
+    [turn.conversationId, turn.messageId],
+  )
+  return rows.length === 1
 }
 
 /** Saves the reply's text so far (a checkpoint); false when the claim was lost. */

@@ -69,7 +69,11 @@ export async function openRedisState(url: string, options: StateOptions): Promis
   redis.on('error', () => {})
   try {
     await redis.ping()
-    const logs = createRedisTurnLogs({ redis, keyPrefix: prefix, retentionMs: options.retentionMs })
+    const logs = createRedisTurnLogs({
+      redis,
+      keyPrefix: `${prefix}turnlog:`,
+      retentionMs: options.retentionMs,
+    })
     const leases = createRedisLeases({ redis, keyPrefix: prefix })
     const stops = await createRedisStopChannel({ redis, keyPrefix: prefix })
     return {

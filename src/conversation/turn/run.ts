@@ -40,6 +40,16 @@ export async function runTurn(deps: TurnDeps, turn: QueuedTurn, run: TurnRun): P
   if (claim.previousToken !== null) return recoverTurn(deps, turn, run.token, log, claim.content)
   const inputs = run.inputs ?? (await turnInputs(deps.db, turn))
   if (!log) await reopenLog(deps, turn, inputs, run.token)
+  // Stopped before it started: an empty reply, interrupted, without asking the model.
+  if (claim.stopRequested) {
+    const outcome = await finishTurn(deps, turn, run.token, {
+      text: '',
+      finish: 'interrupted',
+      hasLog: true,
+      contextInStep: false,
+    })
+    return outcome !== 'lost'
+  }
   return streamReply(deps, turn, run, inputs)
 }
 

@@ -12,6 +12,10 @@ ALTER TABLE messages ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}';
 -- that lost its lease can no longer write.
 ALTER TABLE messages ADD COLUMN run_token bigint;
 
+-- A stop asked for while the turn was queued or just starting (CONTRACT §12):
+-- the runner that claims the turn ends it at once instead of running it.
+ALTER TABLE messages ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
+
 -- The queue: in-progress replies by conversation, and the sweep that finds
 -- conversations whose runner died.
 CREATE INDEX messages_in_progress_idx ON messages (conversation_id, seq)
