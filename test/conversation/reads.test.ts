@@ -63,8 +63,11 @@ for (const backend of appBackends())
       t = await conversationApp({ backend, db: counting.db, cache: countingC.cache })
     })
 
+    // Each waits until the runner is idle: after [DONE] it still looks for a next turn,
+    // and those queries must not count against the reads measured here.
     async function start(user: string, text: string) {
       const sent = await sendAndRead(t.app, { user_id: user, messages: [textMessage(text)] })
+      await t.conversations.whenIdle()
       return dataOf<{ conversation_id: string }>(sent.frames[1]).conversation_id
     }
 
@@ -74,6 +77,7 @@ for (const backend of appBackends())
         conversation_id: cid,
         messages: [textMessage(text)],
       })
+      await t.conversations.whenIdle()
     }
 
     interface ListBody {
