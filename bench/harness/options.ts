@@ -1,8 +1,12 @@
 // Command-line options of `bun run bench`. Defaults keep a full run under two
-// minutes; --short (CI) keeps it under about half a minute of load.
+// minutes; --short (CI) keeps it under about half a minute of load; --scale
+// runs only the streaming scenarios, at thousands of streams, on one and two
+// instances (about two and a half minutes).
 
 export interface BenchOptions {
   short: boolean
+  /** Only the streaming scenarios (send + stream, many streams), per instance count. */
+  scale: boolean
   /** Measured seconds per request scenario, and again for its paired /health (after warm-ups). */
   durationSec: number
   /** Unmeasured seconds before each request scenario. */
@@ -17,11 +21,21 @@ export interface BenchOptions {
   streamRampMs: number
   /** The local model's delay between chunks in the many-streams scenario. */
   chunkDelayMs: number
+  /** Numbers of server instances the streaming scenarios run on, in order (--scale only). */
+  instances: number[]
+  /** Child processes the many-streams clients are split over. */
+  clientProcesses: number
+  /** The user message of the many-streams scenario: its length sets the reply's. */
+  streamWords: number
+  /** Run the streaming scenarios' servers under Bun's CPU profiler (--scale only). */
+  profile: boolean
   /** Hard bound on the whole run; past it the run stops and fails. */
   maxSeconds: number
 }
 
-const USAGE = `usage: bun run bench [--short] [--duration=S] [--connections=C] [--clients=N] [--max-seconds=S]`
+const USAGE =
+  'usage: bun run bench [--short | --scale] [--duration=S] [--connections=C] [--clients=N] ' +
+  '[--ramp=S] [--chunk-delay=MS] [--instances=1,2] [--client-processes=P] [--words=W] [--profile] [--max-seconds=S]'
 
 function numberFlag(args: string[], name: string, min: number, max: number): number | undefined {
   const prefix = `--${name}=`
@@ -33,26 +47,73 @@ function numberFlag(args: string[], name: string, min: number, max: number): num
   return value
 }
 
+/** `--instances=1,2`: the instance counts to run, each 1 to 4. */
+function instancesFlag(args: string[]): number[] | undefined {
+  const raw = args.find((arg) => arg.startsWith('--instances='))?.slice('--instances='.length)
+  if (raw === undefined) return undefined
+  const list = raw.split(',').map(Number)
+  if (list.length === 0 || list.some((value) => !Number.isInteger(value) || value < 1 || value > 4))
+    throw new Error(`--instances must be a list of instance counts from 1 to 4, e.g. 1,2\n${USAGE}`)
+  return list
+}
+
 export function parseOptions(args: string[]): BenchOptions {
-  const known = ['--short', '--duration=', '--connections=', '--clients=', '--max-seconds=']
+  const known = [
+    '--short',
+    '--scale',
+    '--duration=',
+    '--connections=',
+    '--clients=',
+    '--ramp=',
+    '--chunk-delay=',
+    '--instances=',
+    '--client-processes=',
+    '--words=',
+    '--profile',
+    '--max-seconds=',
+  ]
   const unknown = args.find(
     (arg) => !known.some((flag) => arg === flag || (flag.endsWith('=') && arg.startsWith(flag))),
   )
   if (unknown !== undefined) throw new Error(`unknown option ${unknown}\n${USAGE}`)
   const short = args.includes('--short')
+  const instances = instancesFlag(args)
+  // --instances asks for the streaming scenarios on that many servers.
+  const scale = args.includes('--scale') || instances !== undefined
+  if (short && scale) throw new Error(`--short and --scale do not go together\n${USAGE}`)
+  if (args.includes('--profile') && !scale) throw new Error(`--profile needs --scale\n${USAGE}`)
   const duration = numberFlag(args, 'duration', 1, 60)
+  const ramp = numberFlag(args, 'ramp', 0, 60)
+  const streamClients = numberFlag(args, 'clients', 1, 10_000) ?? (scale ? 5_000 : short ? 50 : 500)
+  const streamRampMs = ramp === undefined ? (scale ? 10_000 : 1_000) : ramp * 1000
+  const durationSec = duration ?? (short ? 2 : 5)
+  const defaultMax = scale
+    ? // Per instance count: two server starts, send + stream, and the ramp plus
+      // the longest streams, with room for the queue a busy machine builds.
+      60 + (instances ?? [1, 2]).length * (40 + durationSec + streamRampMs / 1000)
+    : // A longer --duration gets a bound that fits it (8 measured runs plus the rest).
+      duration === undefined
+      ? 120
+      : 90 + 10 * duration
   return {
     short,
-    durationSec: duration ?? (short ? 2 : 5),
+    scale,
+    durationSec,
     warmupSec: short ? 0.5 : 1,
     connections: numberFlag(args, 'connections', 1, 200) ?? 10,
     streamConcurrency: 10,
-    streamClients: numberFlag(args, 'clients', 1, 5000) ?? (short ? 50 : 500),
-    streamRampMs: 1000,
-    chunkDelayMs: 20,
-    // A longer --duration gets a bound that fits it (8 measured runs plus the rest).
-    maxSeconds:
-      numberFlag(args, 'max-seconds', 30, 1800) ??
-      (duration === undefined ? 120 : 90 + 10 * duration),
+    streamClients,
+    streamRampMs,
+    chunkDelayMs: numberFlag(args, 'chunk-delay', 0, 1_000) ?? (scale ? 100 : 20),
+    instances: instances ?? (scale ? [1, 2] : [1]),
+    // One Bun process reading thousands of streams is itself a bottleneck on
+    // a small machine: past 1,000 clients they are split over two.
+    clientProcesses: numberFlag(args, 'client-processes', 1, 8) ?? (streamClients > 1_000 ? 2 : 1),
+    // 40 words and more make the local model's longest reply (it echoes at
+    // most 40): about 60 chunks, 6 s at 100 ms a chunk. The default run keeps
+    // its short message.
+    streamWords: numberFlag(args, 'words', 0, 200) ?? (scale ? 48 : 0),
+    profile: args.includes('--profile'),
+    maxSeconds: numberFlag(args, 'max-seconds', 30, 1800) ?? defaultMax,
   }
 }

@@ -2,16 +2,20 @@
 // when DATABASE_URL / REDIS_URL are set, embedded otherwise), prepares data
 // through the API, measures every scenario, writes bench/results/, and exits
 // non-zero when a target is missed. Bounded by --max-seconds (default 120).
+// `--scale` runs only the streaming scenarios, at thousands of streams, on one
+// and two instances (scale.ts).
 import { type Backend, backendFromEnv } from './backend.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
 import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
 import { measureRequests } from './requests.ts'
+import { runScale } from './scale.ts'
+import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
 import { runSendStream } from './send-stream.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
-import { manyStreamsFailures, sendStreamFailures } from './targets.ts'
+import { manyStreamsFailures, scaleFailures, sendStreamFailures } from './targets.ts'
 
 const started = performance.now()
 const say = (message: string) =>
@@ -36,6 +40,25 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
   }
 }
 
+/** --scale: the streaming scenarios only, on each instance count. */
+async function scaleRun(options: BenchOptions, backend: Backend): Promise<number> {
+  const startedAt = new Date().toISOString()
+  const machine = describeMachine()
+  const steps = await runScale(backend, options, say)
+  const report: ScaleReport = {
+    startedAt,
+    backend: backend.label,
+    machine,
+    options,
+    steps,
+    failures: steps.flatMap(scaleFailures),
+  }
+  const paths = writeScaleReport(report)
+  console.log(toScaleMarkdown(report))
+  say(`wrote ${paths.json} and ${paths.markdown}`)
+  return report.failures.length === 0 ? 0 : 1
+}
+
 async function main(): Promise<number> {
   const options = parseOptions(Bun.argv.slice(2))
   const backend = backendFromEnv(process.env)
@@ -43,6 +66,11 @@ async function main(): Promise<number> {
     say(`the run took longer than ${options.maxSeconds} s; stopping it`)
     process.exit(2)
   }, options.maxSeconds * 1000)
+  if (options.scale) {
+    const code = await scaleRun(options, backend)
+    clearTimeout(watchdog)
+    return code
+  }
   const startedAt = new Date().toISOString()
   const machine = describeMachine()
   const { requests, sendStream, runId } = await measureOneServer(options, backend)
@@ -52,6 +80,8 @@ async function main(): Promise<number> {
     rampMs: options.streamRampMs,
     chunkDelayMs: options.chunkDelayMs,
     runId,
+    clientProcesses: options.clientProcesses,
+    words: options.streamWords,
   })
   clearTimeout(watchdog)
   const report: BenchReport = {

@@ -12,15 +12,18 @@ export interface SendStreamSettings {
 /** Far above what a few seconds can reach; only a guard against a runaway loop. */
 const MAX_STREAMS_PER_CLIENT = 100_000
 
+/** Client i sends to baseUrls[i % length] (one server, a load balancer, or each server in turn). */
 export async function runSendStream(
-  baseUrl: string,
+  baseUrls: string | string[],
   runId: string,
   settings: SendStreamSettings,
 ): Promise<StreamSummary> {
   const started = performance.now()
   const deadline = started + settings.durationSec * 1000
   const results: StreamResult[] = []
+  const targets = typeof baseUrls === 'string' ? [baseUrls] : baseUrls
   const client = async (index: number) => {
+    const baseUrl = targets[index % targets.length] ?? ''
     for (let turn = 0; turn < MAX_STREAMS_PER_CLIENT && performance.now() < deadline; turn++) {
       results.push(
         await sendAndStream({

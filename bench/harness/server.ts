@@ -15,6 +15,10 @@ export interface ServerOptions {
   backend: Backend
   /** LOCAL_MODEL_CHUNK_DELAY_MS of this server. */
   chunkDelayMs: number
+  /** Instances of one deployment share it (a resume token from one is valid on the other). */
+  resumeTokenSecret?: string
+  /** Run under Bun's CPU profiler, writing `<name>.md` here when the server exits. */
+  profile?: { dir: string; name: string }
   startTimeoutMs?: number
 }
 
@@ -25,8 +29,33 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
+/**
+ * `command` under a shell that first raises the soft limit on open files (to
+ * 65,536, else to the hard limit): thousands of streams need a descriptor
+ * each, more than a default 1,024. `exec` keeps the child's pid the command's.
+ */
+export function withFileLimit(command: string[]): string[] {
+  return [
+    '/bin/sh',
+    '-c',
+    'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"',
+    'sh',
+    ...command,
+  ]
+}
+
+function profileFlags(profile: ServerOptions['profile']): string[] {
+  if (!profile) return ['run']
+  return [
+    '--cpu-prof-md',
+    `--cpu-prof-dir=${profile.dir}`,
+    `--cpu-prof-name=${profile.name}.md`,
+    'run',
+  ]
+}
+
 /** A port nobody listens on right now (the OS picks it). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const probe = createServer()
     probe.once('error', reject)
@@ -69,13 +98,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     APP_VARIANT: 'full',
     DATABASE_URL: options.backend.databaseUrl,
     LOCAL_MODEL_CHUNK_DELAY_MS: String(options.chunkDelayMs),
-    RESUME_TOKEN_SECRET: randomBytes(32).toString('hex'),
+    RESUME_TOKEN_SECRET: options.resumeTokenSecret ?? randomBytes(32).toString('hex'),
     // Turns of a benchmark are short; a stuck one must not hold up the run.
     SHUTDOWN_GRACE_MS: '5000',
   }
   if (options.backend.redisUrl) env.REDIS_URL = options.backend.redisUrl
+  // Named even when it is the default, so the harness meters the same database.
+  if (options.backend.stateUrl) env.REDIS_STATE_URL = options.backend.stateUrl
+  else if (options.backend.redisUrl) env.REDIS_STATE_URL = 'memory://'
   const child = track(
-    Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
+    Bun.spawn(withFileLimit([process.execPath, ...profileFlags(options.profile), 'src/index.ts']), {
       cwd: ROOT,
       env,
       stdin: 'ignore',

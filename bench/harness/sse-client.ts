@@ -14,6 +14,10 @@ export interface StreamResult {
   /** Whether `data: [DONE]` arrived. */
   done: boolean
   durationMs: number
+  /** Wall-clock times (ms since the epoch, sub-ms precision): comparable across processes. */
+  startedAtMs: number
+  /** When the first append item arrived, or undefined. */
+  firstItemAtMs: number | undefined
   conversationId: string | undefined
   error: string | undefined
 }
@@ -51,6 +55,9 @@ function conversationIdOf(data: string): string | undefined {
   return typeof parsed.conversation_id === 'string' ? parsed.conversation_id : undefined
 }
 
+/** Now, as ms since the epoch with performance.now()'s precision. */
+export const wallClockMs = () => performance.timeOrigin + performance.now()
+
 export async function sendAndStream(options: SendOptions): Promise<StreamResult> {
   const started = performance.now()
   const result: StreamResult = {
@@ -61,6 +68,8 @@ export async function sendAndStream(options: SendOptions): Promise<StreamResult>
     items: 0,
     done: false,
     durationMs: 0,
+    startedAtMs: performance.timeOrigin + started,
+    firstItemAtMs: undefined,
     conversationId: undefined,
     error: undefined,
   }
@@ -72,8 +81,10 @@ export async function sendAndStream(options: SendOptions): Promise<StreamResult>
     if (data === '[DONE]') result.done = true
     else if (data.includes(APPEND_PATH)) {
       const now = performance.now()
-      if (result.appendItems === 0) result.ttfiMs = now - started
-      else result.gapsMs.push(now - lastAppend)
+      if (result.appendItems === 0) {
+        result.ttfiMs = now - started
+        result.firstItemAtMs = performance.timeOrigin + now
+      } else result.gapsMs.push(now - lastAppend)
       lastAppend = now
       result.appendItems++
     } else result.conversationId ??= conversationIdOf(data)

@@ -1,0 +1,98 @@
+// Redis's own counters around a scenario: calls and time per command (INFO
+// commandstats), commands and bytes in total, and the server's CPU time. They
+// show what the turn logs cost Redis per streamed item, and whether writes go
+// out batched: the log batcher sends two `SCRIPT LOAD`s per pipeline, so
+// their count tells the round trips, and EVALSHA calls the script calls.
+// Counters are server-wide: other users of the same Redis show in them too.
+import Redis from 'ioredis'
+
+export interface CommandDelta {
+  command: string
+  calls: number
+  usec: number
+}
+
+export interface RedisDelta {
+  commands: CommandDelta[]
+  totalCommands: number
+  netInputBytes: number
+  netOutputBytes: number
+  cpuSeconds: number
+}
+
+type Counters = Map<string, { calls: number; usec: number }>
+
+interface Snapshot {
+  commands: Counters
+  totalCommands: number
+  netInputBytes: number
+  netOutputBytes: number
+  cpuSeconds: number
+}
+
+function field(info: string, name: string): number {
+  const match = new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)
+  return match?.[1] === undefined ? 0 : Number(match[1])
+}
+
+async function snapshot(redis: Redis): Promise<Snapshot> {
+  const [commandInfo, stats, cpu] = await Promise.all([
+    redis.info('commandstats'),
+    redis.info('stats'),
+    redis.info('cpu'),
+  ])
+  const commands: Counters = new Map()
+  for (const match of commandInfo.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
+    commands.set(match[1] ?? '', { calls: Number(match[2]), usec: Number(match[3]) })
+  return {
+    commands,
+    totalCommands: field(stats, 'total_commands_processed'),
+    netInputBytes: field(stats, 'total_net_input_bytes'),
+    netOutputBytes: field(stats, 'total_net_output_bytes'),
+    cpuSeconds: field(cpu, 'used_cpu_user') + field(cpu, 'used_cpu_sys'),
+  }
+}
+
+export interface RedisMeter {
+  stop(): Promise<RedisDelta | undefined>
+}
+
+/** Starts counting on the Redis server at `url` (loopback, checked by the caller). */
+export async function meterRedis(url: string): Promise<RedisMeter> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2_000 })
+  redis.on('error', () => {})
+  const before = await snapshot(redis).catch(() => undefined)
+  let result: Promise<RedisDelta | undefined> | undefined
+  const measure = async (): Promise<RedisDelta | undefined> => {
+    try {
+      const after = await snapshot(redis)
+      if (!before) return undefined
+      const commands: CommandDelta[] = []
+      for (const [command, end] of after.commands) {
+        const start = before.commands.get(command) ?? { calls: 0, usec: 0 }
+        const calls = end.calls - start.calls
+        if (calls > 0) commands.push({ command, calls, usec: end.usec - start.usec })
+      }
+      commands.sort((a, b) => b.calls - a.calls)
+      return {
+        commands,
+        // The INFO commands of this meter are left out.
+        totalCommands: after.totalCommands - before.totalCommands - 3,
+        netInputBytes: after.netInputBytes - before.netInputBytes,
+        netOutputBytes: after.netOutputBytes - before.netOutputBytes,
+        cpuSeconds: after.cpuSeconds - before.cpuSeconds,
+      }
+    } catch {
+      return undefined
+    } finally {
+      redis.disconnect()
+    }
+  }
+  return {
+    /** The counters' change since the start; later calls return the first answer. */
+    stop() {
+      result ??= measure()
+      return result
+    },
+  }
+}

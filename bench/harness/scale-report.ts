@@ -1,0 +1,241 @@
+// The report of `bun run bench --scale`: one JSON document and one Markdown
+// page, bench/results/<backend>-scale.{json,md} (the latest run per backend).
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { CpuUse } from './cpu.ts'
+import { type Machine, machineLine } from './machine.ts'
+import type { BenchOptions } from './options.ts'
+import type { PoolActivity } from './pg-activity.ts'
+import type { RedisDelta } from './redis-stats.ts'
+import { RESULTS_DIR } from './report.ts'
+import type { ScaleStep } from './scale.ts'
+import { SCALE_TARGETS } from './targets.ts'
+
+export interface ScaleReport {
+  startedAt: string
+  backend: string
+  machine: Machine
+  options: BenchOptions
+  steps: ScaleStep[]
+  failures: string[]
+}
+
+const fixed = (value: number, digits = 0) =>
+  value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const mib = (bytes: number | undefined) =>
+  bytes === undefined ? 'n/a' : `${Math.round(bytes / 2 ** 20)} MiB`
+const percent = (fraction: number | undefined) =>
+  fraction === undefined ? 'n/a' : `${Math.round(fraction * 100)} %`
+
+function mainTable(steps: ScaleStep[]): string[] {
+  const rows = steps.map(({ instances, sendStream: send, manyStreams: many }) => {
+    const first = many.timeToFirstItem
+    const gap = many.itemGap
+    return [
+      String(instances),
+      many.routing,
+      `${fixed(send.streamsPerSec)} (${fixed(send.completed)} / ${fixed(send.streams)})`,
+      `${fixed(many.completed)} / ${fixed(many.clients)}`,
+      `${fixed(many.peakOpen)} / ${fixed(many.peakStreaming)}`,
+      fixed(many.turnsPerSec),
+      `${fixed(first.p50)} / ${fixed(first.p95)} / ${fixed(first.p99)}`,
+      `${fixed(gap.p50, 1)} / ${fixed(gap.p99, 1)} / ${fixed(gap.max)}`,
+      fixed(many.itemsPerSec),
+      many.servers.map((s) => `${mib(s.rssBeforeBytes)} → ${mib(s.rssPeakBytes)}`).join(', '),
+      percent(many.cpu.machineBusy),
+    ].join(' | ')
+  })
+  return [
+    '| instances | routing | send + stream turns/s (complete) | many streams complete | peak open / streaming | many streams turns/s | first item p50 / p95 / p99 ms | item gap p50 / p99 / max ms | append items/s | server RSS before → peak | machine CPU busy |',
+    '|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...rows.map((row) => `| ${row} |`),
+  ]
+}
+
+function cpuLine(
+  label: string,
+  cpu: { wallSec: number; machineBusy: number | undefined; uses: CpuUse[] },
+  cores: number,
+): string {
+  const uses = cpu.uses.map((use) => `${use.name} ${fixed(use.cores, 2)}`)
+  if (cpu.machineBusy !== undefined) {
+    const busy = cpu.machineBusy * cores
+    const measured = cpu.uses.reduce((sum, use) => sum + use.cores, 0)
+    uses.push(
+      `rest of the machine ${fixed(Math.max(0, busy - measured), 2)}`,
+      `**machine ${fixed(busy, 2)} of ${cores}**`,
+    )
+  }
+  return `- ${label} (cores busy on average over ${fixed(cpu.wallSec, 1)} s): ${uses.join(', ')}`
+}
+
+/** `server 1 running` + `server 1 waiting` → `server 1 62 % + 34 %`. */
+function waitLine(label: string, readings: CpuUse[]): string {
+  const byProcess = new Map<string, { running?: number; waiting?: number }>()
+  for (const reading of readings) {
+    const match = /^(.*) (running|waiting)$/.exec(reading.name)
+    if (!match?.[1] || !match[2]) continue
+    const entry = byProcess.get(match[1]) ?? {}
+    entry[match[2] as 'running' | 'waiting'] = reading.cores
+    byProcess.set(match[1], entry)
+  }
+  const parts = [...byProcess].map(
+    ([name, { running, waiting }]) => `${name} ${percent(running)} + ${percent(waiting)}`,
+  )
+  return `- ${label}: ${parts.join(', ') || 'not measured'}`
+}
+
+function command(delta: RedisDelta, name: string): number {
+  return delta.commands.find((entry) => entry.command === name)?.calls ?? 0
+}
+
+function redisRow(instances: number, scenario: string, delta: RedisDelta, items: number): string {
+  const evalsha = command(delta, 'evalsha')
+  // The log batcher sends two SCRIPT LOADs ahead of every pipeline.
+  const pipelines = command(delta, 'script|load') / 2
+  const top = delta.commands
+    .slice(0, 6)
+    .map(
+      (entry) =>
+        `${entry.command} ${fixed(entry.calls)} (${fixed(entry.usec / entry.calls, 1)} µs)`,
+    )
+    .join(', ')
+  return [
+    String(instances),
+    scenario,
+    fixed(items),
+    fixed(evalsha),
+    fixed(pipelines),
+    pipelines > 0 ? fixed(evalsha / pipelines, 1) : 'n/a',
+    items > 0 ? fixed(delta.totalCommands / items, 2) : 'n/a',
+    fixed(delta.cpuSeconds, 1),
+    top,
+  ].join(' | ')
+}
+
+function redisTable(steps: ScaleStep[]): string[] {
+  const rows = steps.flatMap(({ instances, sendStream, manyStreams }) => [
+    ...(sendStream.redis
+      ? [redisRow(instances, 'send + stream', sendStream.redis, sendStream.appendItems)]
+      : []),
+    ...(manyStreams.redis
+      ? [redisRow(instances, 'many streams', manyStreams.redis, manyStreams.appendItems)]
+      : []),
+  ])
+  if (rows.length === 0) return ['No Redis state: turn logs were in process.']
+  return [
+    '| instances | scenario | append items (client-seen) | EVALSHA | pipelines (SCRIPT LOAD ÷ 2) | EVALSHA per pipeline | Redis commands per append item | Redis CPU s | most called (µs per call) |',
+    '|--:|---|--:|--:|--:|--:|--:|--:|---|',
+    ...rows.map((row) => `| ${row} |`),
+  ]
+}
+
+function poolLine(label: string, pools: PoolActivity | undefined): string {
+  if (!pools) return `- ${label}: not measured`
+  const waits = Object.entries(pools.waits)
+    .map(([wait, count]) => `${wait} ${fixed(count / pools.samples, 2)}`)
+    .join(', ')
+  return (
+    `- ${label}: ${pools.connections} connections seen, on average ${fixed(pools.meanActive, 1)} ` +
+    `active + ${fixed(pools.meanIdleInTransaction, 1)} idle in a transaction; all busy in ` +
+    `${percent(pools.allBusyFraction)} of ${fixed(pools.samples)} samples` +
+    (waits ? `; active connections waiting (mean count): ${waits}` : '')
+  )
+}
+
+function timelineTable(step: ScaleStep): string[] {
+  return [
+    `${step.instances} instance(s):`,
+    '',
+    '| s | sent | first items | ended | open | append items | gap p99 ms |',
+    '|--:|--:|--:|--:|--:|--:|--:|',
+    ...step.manyStreams.timeline.map(
+      (row) =>
+        `| ${row.second} | ${row.sent} | ${row.firstItems} | ${row.ended} | ${row.open} | ` +
+        `${fixed(row.items)} | ${fixed(row.gapP99Ms)} |`,
+    ),
+    '',
+  ]
+}
+
+export function toScaleMarkdown(report: ScaleReport): string {
+  const { options, steps } = report
+  const perSecond = options.streamClients / Math.max(1, options.streamRampMs / 1000)
+  return [
+    `## Scale benchmark: ${report.backend}, ${report.startedAt}`,
+    '',
+    `Machine: ${machineLine(report.machine)}.`,
+    '',
+    `Per instance count, each on a fresh deployment: send + stream, ${options.streamConcurrency} clients ` +
+      `in a closed loop for ${options.durationSec} s, one new conversation per send, local model ` +
+      `without delay; then many streams, ${fixed(options.streamClients)} clients started over ` +
+      `${options.streamRampMs / 1000} s (${fixed(perSecond)} sends/s), one ${options.streamWords}-word ` +
+      `message each, local model at ${options.chunkDelayMs} ms per chunk, clients split over ` +
+      `${options.clientProcesses} process(es). "Peak open" counts requests in flight at once, ` +
+      '"streaming" those between their first append item and their end; many streams turns/s is ' +
+      'first items per second from the first to the last.',
+    '',
+    ...mainTable(steps),
+    '',
+    'Where the CPU went:',
+    '',
+    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+      cpuLine(`${instances} instance(s), send + stream`, sendStream.cpu, report.machine.cores),
+      cpuLine(`${instances} instance(s), many streams`, manyStreams.cpu, report.machine.cores),
+    ]),
+    '',
+    'Main threads (event loops): share of the scenario running on a CPU + waiting for one while ' +
+      'runnable (from /proc/<pid>/schedstat; a sum near 100 % means the loop never idles):',
+    '',
+    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+      waitLine(`${instances} instance(s), send + stream`, sendStream.runQueue),
+      waitLine(`${instances} instance(s), many streams`, manyStreams.runQueue),
+    ]),
+    '',
+    'Event-loop lag of the client processes during many streams (p99 / max ms): ' +
+      steps
+        .map(
+          ({ instances, manyStreams }) =>
+            `${instances} instance(s): ` +
+            manyStreams.clientLoopLag
+              .map((lag) => `${fixed(lag.p99, 1)} / ${fixed(lag.max)}`)
+              .join(', '),
+        )
+        .join('; ') +
+      '.',
+    '',
+    'Redis (state database server, counters server-wide):',
+    '',
+    ...redisTable(steps),
+    '',
+    'Postgres pools of the servers (10 connections each), sampled every 100 ms:',
+    '',
+    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+      poolLine(`${instances} instance(s), send + stream`, sendStream.pools),
+      poolLine(`${instances} instance(s), many streams`, manyStreams.pools),
+    ]),
+    '',
+    `Targets: send + stream ≥ ${SCALE_TARGETS.minTurnsPerSec} turns/s; many streams every stream ` +
+      `complete, item gap p99 < ${SCALE_TARGETS.maxGapP99Ms} ms, every server's peak RSS < 1 GiB.`,
+    '',
+    report.failures.length === 0
+      ? 'All targets met.'
+      : ['Missed targets:', ...report.failures.map((failure) => `- ${failure}`)].join('\n'),
+    '',
+    '### Many streams, second by second',
+    '',
+    'From the start of the ramp; "open" is requests in flight at the end of the second.',
+    '',
+    ...steps.flatMap(timelineTable),
+  ].join('\n')
+}
+
+/** Writes `<backend>-scale.json` and `.md`; returns their paths. */
+export function writeScaleReport(report: ScaleReport): { json: string; markdown: string } {
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const base = join(RESULTS_DIR, `${report.backend}-scale`)
+  const paths = { json: `${base}.json`, markdown: `${base}.md` }
+  writeFileSync(paths.json, `${JSON.stringify(report, null, 2)}\n`)
+  writeFileSync(paths.markdown, toScaleMarkdown(report))
+  return paths
+}

@@ -1,0 +1,126 @@
+// `bun run bench --scale`: only the streaming scenarios, for each instance
+// count asked (default 1, then 2 behind nginx): send + stream (closed loop, no
+// model delay: how many turns a second the deployment admits and runs), then
+// many streams (thousands of clients over a ramp, the local model at a
+// realistic pace). Each on a fresh deployment.
+import { randomBytes } from 'node:crypto'
+import type { Backend } from './backend.ts'
+import { cpuReadings, runQueueReadings, startCluster } from './cluster.ts'
+import { type CpuUse, meterCpu } from './cpu.ts'
+import type { BenchOptions } from './options.ts'
+import { meterPools, type PoolActivity } from './pg-activity.ts'
+import { meterRedis, type RedisDelta } from './redis-stats.ts'
+import { runSendStream } from './send-stream.ts'
+import type { StreamSummary } from './stream-summary.ts'
+import { type ManyStreamsResult, runManyStreams } from './streaming.ts'
+
+export interface ScaleSendStream extends StreamSummary {
+  instances: number
+  routing: string
+  concurrency: number
+  cpu: { wallSec: number; machineBusy: number | undefined; uses: CpuUse[] }
+  /** Time each server's main thread ran, and waited for a CPU (`server k running` / `server k waiting`; cores = fraction of the time). */
+  runQueue: CpuUse[]
+  redis: RedisDelta | undefined
+  pools: PoolActivity | undefined
+}
+
+export interface ScaleStep {
+  instances: number
+  sendStream: ScaleSendStream
+  manyStreams: ManyStreamsResult
+}
+
+/** Unmeasured seconds of send + stream first: a fresh server compiles its hot paths. */
+const WARM_UP_SEC = 1
+
+async function measureSendStream(
+  backend: Backend,
+  options: BenchOptions,
+  instances: number,
+  runId: string,
+): Promise<ScaleSendStream> {
+  const profileName = options.profile ? `${backend.label}-send-stream-${instances}i` : undefined
+  const cluster = await startCluster(backend, instances, 0, profileName)
+  try {
+    const settings = { concurrency: options.streamConcurrency, durationSec: WARM_UP_SEC }
+    await runSendStream(cluster.targets, `${runId}-warm`, settings)
+    const cpu = meterCpu(() => {
+      const usage = process.cpuUsage()
+      const harness = (usage.user + usage.system) / 1e6
+      return { ...cpuReadings(cluster), 'harness (the clients)': harness }
+    })
+    const waits = meterCpu(() => runQueueReadings(cluster))
+    const redis = backend.stateUrl ? await meterRedis(backend.stateUrl) : undefined
+    const pools = backend.databaseUrl.startsWith('postgres')
+      ? meterPools(
+          backend.databaseUrl,
+          cluster.servers.map((server) => server.pid),
+        )
+      : undefined
+    const summary = await runSendStream(cluster.targets, runId, {
+      ...settings,
+      durationSec: options.durationSec,
+    })
+    return {
+      ...summary,
+      instances,
+      routing: cluster.routing,
+      concurrency: options.streamConcurrency,
+      cpu: cpu.stop(),
+      runQueue: waits.stop().uses,
+      redis: await redis?.stop(),
+      pools: await pools?.stop(),
+    }
+  } finally {
+    await cluster.stop()
+  }
+}
+
+export async function runScale(
+  backend: Backend,
+  options: BenchOptions,
+  say: (message: string) => void,
+): Promise<ScaleStep[]> {
+  const runId = `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`
+  const steps: ScaleStep[] = []
+  for (const instances of options.instances) {
+    const where = instances === 1 ? '1 instance' : `${instances} instances`
+    say(`send + stream on ${where}: ${options.streamConcurrency} clients, ${options.durationSec} s`)
+    const sendStream = await measureSendStream(
+      backend,
+      options,
+      instances,
+      `${runId}-i${instances}`,
+    )
+    say(
+      `send + stream on ${where}: ${sendStream.streamsPerSec.toFixed(0)} turns/s, ` +
+        `${sendStream.completed} / ${sendStream.streams} complete`,
+    )
+    if (sendStream.completed === 0)
+      throw new Error(
+        `send + stream on ${where}: no stream completed, so the many-streams scenario would only ` +
+          `wait for its timeouts (${sendStream.errors.join('; ') || 'no error reported'})`,
+      )
+    say(
+      `many streams on ${where}: ${options.streamClients} clients over ${options.streamRampMs / 1000} s, ` +
+        `${options.chunkDelayMs} ms chunks, ${options.clientProcesses} client process(es)`,
+    )
+    const manyStreams = await runManyStreams(backend, {
+      clients: options.streamClients,
+      rampMs: options.streamRampMs,
+      chunkDelayMs: options.chunkDelayMs,
+      runId: `${runId}-i${instances}`,
+      instances,
+      clientProcesses: options.clientProcesses,
+      words: options.streamWords,
+      ...(options.profile ? { profileName: `${backend.label}-many-streams-${instances}i` } : {}),
+    })
+    say(
+      `many streams on ${where} (${manyStreams.routing}): ${manyStreams.completed} / ${manyStreams.clients} complete, ` +
+        `peak ${manyStreams.peakOpen} open, gap p99 ${manyStreams.itemGap.p99.toFixed(1)} ms`,
+    )
+    steps.push({ instances, sendStream, manyStreams })
+  }
+  return steps
+}
