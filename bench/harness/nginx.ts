@@ -71,7 +71,10 @@ export async function startLoadBalancer(upstreams: string[]): Promise<LoadBalanc
   )
   const errors = tail(child.stderr)
   // Not tracked by children.ts, whose SIGKILL would orphan the workers.
-  const onExit = () => killTree(child.pid, 'SIGKILL')
+  const onExit = () => {
+    killTree(child.pid, 'SIGKILL')
+    rmSync(prefix, { recursive: true, force: true })
+  }
   process.on('exit', onExit)
   const url = `http://127.0.0.1:${port}`
   const stop = async () => {
