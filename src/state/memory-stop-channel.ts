@@ -2,7 +2,7 @@
 // channel only, for the embedded (single-process) setup and tests. Delivery
 // is deferred to a microtask, as over Redis it is asynchronous too, so a
 // listener never runs inside the publisher's call stack.
-import type { StopChannel, StopRequest } from './stop-channel.ts'
+import { deliver, type StopChannel, type StopRequest } from './stop-channel.ts'
 
 /** A stop channel whose publish reaches this instance's listeners only. */
 export function createMemoryStopChannel(): StopChannel {
@@ -30,16 +30,5 @@ export function createMemoryStopChannel(): StopChannel {
       closed = true
       listeners.clear()
     },
-  }
-}
-
-/** A listener that throws must not keep the request from the others. */
-function deliver(listener: (request: StopRequest) => void, request: StopRequest) {
-  try {
-    listener(request)
-  } catch (error) {
-    console.error(
-      JSON.stringify({ level: 'error', msg: 'stop listener failed', error: String(error) }),
-    )
   }
 }

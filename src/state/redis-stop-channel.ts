@@ -5,7 +5,7 @@
 // many listeners it has. Messages that are not a well-formed request are
 // dropped: another version, or anyone with access, may publish on the channel.
 import type Redis from 'ioredis'
-import type { StopChannel, StopRequest } from './stop-channel.ts'
+import { deliver, type StopChannel, type StopRequest } from './stop-channel.ts'
 
 export interface RedisStopChannelOptions {
   /** A connected client; it publishes, stays the caller's and is never closed here. */
@@ -80,15 +80,4 @@ function parseStopRequest(message: string): StopRequest | undefined {
   const { conversationId, messageId } = value as Record<string, unknown>
   if (typeof conversationId !== 'string' || typeof messageId !== 'string') return undefined
   return { conversationId, messageId }
-}
-
-/** A listener that throws must not keep the request from the others. */
-function deliver(listener: (request: StopRequest) => void, request: StopRequest) {
-  try {
-    listener(request)
-  } catch (error) {
-    console.error(
-      JSON.stringify({ level: 'error', msg: 'stop listener failed', error: String(error) }),
-    )
-  }
 }

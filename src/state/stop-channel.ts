@@ -17,3 +17,14 @@ export interface StopChannel {
   subscribe(listener: (request: StopRequest) => void): void
   close(): Promise<void>
 }
+
+/** Calls a listener; one that throws is logged and must not keep the request from the others. */
+export function deliver(listener: (request: StopRequest) => void, request: StopRequest): void {
+  try {
+    listener(request)
+  } catch (error) {
+    console.error(
+      JSON.stringify({ level: 'error', msg: 'stop listener failed', error: String(error) }),
+    )
+  }
+}
