@@ -15,6 +15,13 @@ export function fieldName(path: string): string {
   return name === '' ? 'body' : name
 }
 
+/** `"a", "b"` for a union of literals (whose own message only says "expected union value"). */
+function literalChoices(schema: unknown): string | undefined {
+  const anyOf = (schema as { anyOf?: { const?: unknown }[] } | undefined)?.anyOf
+  if (!anyOf?.every((option) => option.const !== undefined)) return undefined
+  return anyOf.map((option) => JSON.stringify(option.const)).join(', ')
+}
+
 function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): string {
   const first = error.all[0]
   const where = error.type === 'body' ? '' : `${error.type} `
@@ -23,6 +30,8 @@ function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): strin
   const value = first.value
   // Missing required properties are reported at the parent with value undefined.
   if (value === undefined) return `The ${where}field "${field}" is required.`
+  const choices = literalChoices(first.schema)
+  if (choices) return `The ${where}field "${field}" must be one of ${choices}.`
   return `The ${where}field "${field}" is not valid: ${first.message.toLowerCase()}.`
 }
 

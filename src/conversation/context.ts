@@ -1,13 +1,15 @@
-// The model's context (CONTRACT §4.7): the last 20 finished messages before a
-// turn's reply, kept as JSON in the cache list `chat:{id}:context` and rebuilt
-// from the database whenever the cache lost it. Only the runner holding the
-// conversation's lease touches the list, one turn at a time, so it grows in
-// the conversation's order. The cache failing never fails a turn.
+// The model's context (CONTRACT §4.7, §10): the last 20 finished messages of
+// the branch a turn answers, from the top of the tree down to the message the
+// reply answers. Kept as JSON in the cache list `chat:{id}:context`, which
+// always holds the tail of one branch, and rebuilt from the database whenever
+// the cache lost it or a turn answers another branch. Only the runner holding
+// the conversation's lease touches the list, one turn at a time. The cache
+// failing never fails a turn.
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { CONTEXT_LENGTH, CONTEXT_TTL_SECONDS, contextKey } from './cache-keys.ts'
 import type { StoredMessage } from './messages.ts'
-import { recentMessages } from './repository.ts'
+import { branchTo } from './tree-repository.ts'
 
 export interface ContextDeps {
   db: Db
@@ -37,34 +39,63 @@ function decode(entry: string): StoredMessage | undefined {
   }
 }
 
+/** A turn's context, and whether the cache list now holds exactly it. */
+export interface TurnContext {
+  messages: StoredMessage[]
+  /** False when the list could not be brought up to date (the reply must not be pushed to it). */
+  inStep: boolean
+}
+
 /**
- * The context a turn answers, oldest first, and the list brought up to date
- * with the turn's user messages (`inputs`, already stored). A missing or
- * unreadable list is rebuilt from the finished messages stored before the
- * turn's reply (seq `beforeSeq`).
+ * The context of a turn whose reply answers message `answered`, oldest first,
+ * with the list brought up to date with the turn's user messages (`inputs`,
+ * already stored, each under its parent; none for a regenerated reply).
+ *
+ * The list is the tail of a branch, so it is this turn's branch exactly when
+ * its newest entry is the message the turn's new messages follow: the parent
+ * of the first input, or for a variant the message answered again. Otherwise
+ * (missing, unreadable, another branch) it is rebuilt from the database.
  */
 export async function contextForTurn(
   deps: ContextDeps,
   conversationId: string,
-  beforeSeq: number,
+  answered: string,
   inputs: readonly StoredMessage[],
-): Promise<StoredMessage[]> {
+): Promise<TurnContext> {
   const key = contextKey(conversationId)
+  const follows = inputs.length > 0 ? inputs[0]?.parentId : answered
   try {
-    const cached = (await deps.cache.listAll(key)).map(decode)
-    if (cached.length > 0 && cached.every((message) => message !== undefined)) {
-      await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-      return [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH)
+    const entries = await deps.cache.listAll(key)
+    const cached = entries.map(decode)
+    if (follows !== null && follows !== undefined && cached.at(-1)?.id === follows) {
+      if (cached.every((message) => message !== undefined)) {
+        await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
+        return {
+          messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
+          inStep: true,
+        }
+      }
     }
   } catch (error) {
     deps.warn('context cache unavailable; reading context from the database', error)
-    return recentMessages(deps.db, conversationId, CONTEXT_LENGTH, beforeSeq)
+    return {
+      messages: await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH),
+      inStep: false,
+    }
   }
-  const rebuilt = await recentMessages(deps.db, conversationId, CONTEXT_LENGTH, beforeSeq)
-  await deps.cache
-    .listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
-    .catch((error) => deps.warn('could not rebuild the context list', error))
-  return rebuilt
+  // A turn starting a new tree (first turn, or a send to client-created-root) needs no query.
+  const rebuilt =
+    follows === null
+      ? inputs.slice(-CONTEXT_LENGTH)
+      : await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH)
+  const inStep = await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS).then(
+    () => true,
+    (error) => {
+      deps.warn('could not rebuild the context list', error)
+      return false
+    },
+  )
+  return { messages: rebuilt, inStep }
 }
 
 /**

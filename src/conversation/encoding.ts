@@ -1,5 +1,5 @@
 // Pure builders of the "delta_encoding v1" stream items (CONTRACT §4.2-§4.3,
-// §12) and their SSE frames. Every item is encoded once, when it enters the
+// §9, §11-§12) and their SSE frames. Every item is encoded once, when it enters the
 // turn log; subscribers only copy frames.
 import type { StreamMessage } from './messages.ts'
 
@@ -81,7 +81,19 @@ export const errorItem = (
   detail: string,
   code: StreamErrorCode = 'model_error',
 ): StreamItem =>
-  data({ type: 'error', conversation_id: conversationId, message_id: messageId, code, detail })
+  // `error` repeats the detail under the key deployed ChatGPT clients read (CONTRACT §9).
+  data({
+    type: 'error',
+    conversation_id: conversationId,
+    message_id: messageId,
+    code,
+    detail,
+    error: detail,
+  })
+
+/** The conversation's title, streamed by its first turn (CONTRACT §11). */
+export const titleGenerationItem = (title: string, conversationId: string): StreamItem =>
+  data({ type: 'title_generation', title, conversation_id: conversationId })
 
 export const streamCompleteItem = (conversationId: string): StreamItem =>
   data({ type: 'message_stream_complete', conversation_id: conversationId })

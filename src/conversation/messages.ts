@@ -6,17 +6,30 @@ export interface TextContent {
   parts: string[]
 }
 
-/** A message as the stream shows it (CONTRACT §4.2); key order is the wire order. */
+/**
+ * A message as the stream shows it (CONTRACT §4.2, §9); key order is the wire
+ * order. The assistant message also carries the fields chatgpt.com always
+ * sends (author name and metadata, weight, recipient, channel).
+ */
 export interface StreamMessage {
   id: string
-  author: { role: 'user' | 'assistant' }
+  author: { role: 'user' | 'assistant'; name?: null; metadata?: Record<string, never> }
   create_time: number
   update_time?: number
   content: TextContent
   status: string
   end_turn: boolean | null
+  weight?: number
   metadata: Record<string, unknown>
+  recipient?: 'all'
+  channel?: null
 }
+
+/** The id chatgpt.com clients give the top of a conversation's message tree (CONTRACT §10). */
+export const ROOT_ID = 'client-created-root'
+
+/** How a reply came to be (CONTRACT §9-§10): answering new messages, or regenerated. */
+export type MessageType = 'next' | 'variant'
 
 /** A message as stored and as kept in the context list. */
 export interface StoredMessage {
@@ -25,6 +38,8 @@ export interface StoredMessage {
   content: TextContent
   /** Unix seconds with a fraction. */
   createTime: number
+  /** The message this one follows in the tree (null at the top); unknown for context entries. */
+  parentId?: string | null
 }
 
 /** Unix seconds with a sub-millisecond fraction, as `create_time` wants. */
@@ -51,21 +66,33 @@ export function userStreamMessage(message: StoredMessage): StreamMessage {
   }
 }
 
-export function assistantStartMessage(
-  id: string,
-  createTime: number,
-  modelSlug: string,
-  parentId: string,
-): StreamMessage {
+export interface AssistantStart {
+  id: string
+  createTime: number
+  modelSlug: string
+  /** The user message the reply answers. */
+  parentId: string
+  messageType: MessageType
+}
+
+export function assistantStartMessage(reply: AssistantStart): StreamMessage {
   return {
-    id,
-    author: { role: 'assistant' },
-    create_time: createTime,
-    update_time: createTime,
+    id: reply.id,
+    author: { role: 'assistant', name: null, metadata: {} },
+    create_time: reply.createTime,
+    update_time: reply.createTime,
     content: { content_type: 'text', parts: [''] },
     status: 'in_progress',
     end_turn: null,
-    metadata: { model_slug: modelSlug, parent_id: parentId },
+    // JSON has one number type: chatgpt.com's 1.0 is sent as 1.
+    weight: 1,
+    metadata: {
+      model_slug: reply.modelSlug,
+      parent_id: reply.parentId,
+      message_type: reply.messageType,
+    },
+    recipient: 'all',
+    channel: null,
   }
 }
 

@@ -6,7 +6,9 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { HISTORY_TTL_SECONDS, historyKey, LIST_TTL_SECONDS, listKey } from './cache-keys.ts'
 import { encodeList, type ListPage, pageFromList } from './list-cache.ts'
-import { listConversations, readHistory } from './repository.ts'
+import { listConversations } from './repository.ts'
+import { detailBody } from './tree-detail.ts'
+import { readTree } from './tree-repository.ts'
 
 export interface ReadDeps {
   db: Db
@@ -30,7 +32,7 @@ function store(deps: ReadDeps, key: string, value: string, ttl: number): void {
   deps.cache.set(key, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
 
-/** The conversation detail JSON of CONTRACT §4.6; 404 when missing or not the user's. */
+/** The conversation detail JSON of CONTRACT §4.6 and §10; 404 when missing or not the user's. */
 export async function conversationDetail(
   deps: ReadDeps,
   userId: string,
@@ -43,17 +45,9 @@ export async function conversationDetail(
     if (!hit.startsWith(prefix)) throw notFound('Conversation not found.')
     return hit.slice(prefix.length, -1)
   }
-  const rows = await readHistory(deps.db, conversationId, userId)
-  if (rows.length === 0) throw notFound('Conversation not found.')
-  const body = JSON.stringify({
-    conversation_id: conversationId,
-    messages: rows.map((row) => ({
-      id: row.id,
-      role: row.role,
-      content: row.content,
-      created_at: row.createdAt.toISOString(),
-    })),
-  })
+  const tree = await readTree(deps.db, conversationId, userId)
+  if (!tree) throw notFound('Conversation not found.')
+  const body = detailBody(conversationId, tree.currentNode, tree.rows)
   store(deps, key, `${prefix}${body}}`, HISTORY_TTL_SECONDS)
   return body
 }

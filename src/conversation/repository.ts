@@ -13,13 +13,6 @@ export interface ConversationRow {
   lastContent: TextContent | undefined
 }
 
-export interface HistoryRow {
-  id: string
-  role: string
-  content: TextContent
-  createdAt: Date
-}
-
 const missing = () => notFound('Conversation not found.')
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
@@ -48,22 +41,27 @@ export async function createConversation(
 }
 
 /**
- * Locks the user's conversation for this transaction; a missing conversation
- * and someone else's answer the same 404.
+ * Locks the user's conversation for this transaction and answers its current
+ * node; a missing conversation and someone else's answer the same 404.
  */
 export async function lockOwnConversation(
   tx: Queryable,
   id: string,
   userId: string,
-): Promise<void> {
-  const rows = await tx.query<{ user_id: string }>(
-    'SELECT user_id FROM conversations WHERE id = $1 FOR UPDATE',
+): Promise<{ currentNode: string | null }> {
+  const rows = await tx.query<{ user_id: string; current_node: string | null }>(
+    'SELECT user_id, current_node FROM conversations WHERE id = $1 FOR UPDATE',
     [id],
   )
-  if (rows[0]?.user_id !== userId) throw missing()
+  const row = rows[0]
+  if (row?.user_id !== userId) throw missing()
+  return { currentNode: row.current_node }
 }
 
-/** Stores messages in order and bumps the conversation; a repeated id is a 409. */
+/**
+ * Stores messages in order, each under its `parentId`, and bumps the
+ * conversation; a repeated id is a 409.
+ */
 export async function insertMessages(
   tx: Queryable,
   conversationId: string,
@@ -73,11 +71,12 @@ export async function insertMessages(
   for (const message of messages) {
     try {
       await tx.query(
-        `INSERT INTO messages (id, conversation_id, role, content, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $6)`,
+        `INSERT INTO messages (id, conversation_id, parent_id, role, content, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $7)`,
         [
           message.id,
           conversationId,
+          message.parentId ?? null,
           message.role,
           JSON.stringify(message.content),
           status,
@@ -124,62 +123,6 @@ export async function listConversations(db: Queryable, userId: string): Promise<
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastContent: row.last_content ? textContent(row.last_content) : undefined,
-  }))
-}
-
-/**
- * The conversation's messages in creation order; empty when it is missing or
- * not the user's (a conversation is created together with its first message).
- */
-export async function readHistory(
-  db: Queryable,
-  conversationId: string,
-  userId: string,
-): Promise<HistoryRow[]> {
-  const rows = await db.query<{ id: string; role: string; content: TextContent; created_at: Date }>(
-    `SELECT m.id, m.role, m.content, m.created_at
-       FROM messages m JOIN conversations c ON c.id = m.conversation_id
-      WHERE m.conversation_id = $1 AND c.user_id = $2
-      ORDER BY m.seq`,
-    [conversationId, userId],
-  )
-  return rows.map((row) => ({
-    id: row.id,
-    role: row.role,
-    content: textContent(row.content),
-    createdAt: row.created_at,
-  }))
-}
-
-/**
- * The newest `limit` finished messages stored before seq `beforeSeq`, oldest
- * first: a turn's context when the cache lost it. Replies still in progress
- * (queued or streaming) are never part of a context.
- */
-export async function recentMessages(
-  db: Queryable,
-  conversationId: string,
-  limit: number,
-  beforeSeq: number,
-): Promise<StoredMessage[]> {
-  const rows = await db.query<{
-    id: string
-    role: 'user' | 'assistant'
-    content: TextContent
-    created_at: Date
-  }>(
-    `SELECT id, role, content, created_at FROM (
-       SELECT seq, id, role, content, created_at FROM messages
-        WHERE conversation_id = $1 AND seq < $3 AND status <> 'in_progress'
-        ORDER BY seq DESC LIMIT $2
-     ) recent ORDER BY seq`,
-    [conversationId, limit, beforeSeq],
-  )
-  return rows.map((row) => ({
-    id: row.id,
-    role: row.role,
-    content: textContent(row.content),
-    createTime: row.created_at.getTime() / 1000,
   }))
 }
 

@@ -32,10 +32,24 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const json = (body: string) =>
   new Response(body, { headers: { 'content-type': 'application/json' } })
 
-/** Rules the schema cannot say: text limits and messages that say nothing. */
-function checkMessages(messages: SendBody['messages']): void {
+/**
+ * Rules the schema cannot say: who wrote each message (`role` or
+ * `author.role`), what a variant names, text limits and messages that say nothing.
+ */
+function checkSend(body: SendBody): void {
+  const { messages } = body
   let total = 0
+  if (body.action === 'variant') {
+    if (messages.length !== 1)
+      throw validationFailed(
+        'The field "messages" must hold exactly one message with action "variant": the user message to answer again.',
+      )
+    if (messages[0]?.id === undefined)
+      throw validationFailed('The field "messages[0].id" is required with action "variant".')
+  }
   messages.forEach((message, index) => {
+    if (message.role === undefined && message.author?.role === undefined)
+      throw validationFailed(`The field "messages[${index}].role" (or "author.role") is required.`)
     const parts = message.content.parts
     if (parts.every((part) => part.trim() === ''))
       throw validationFailed(`The field "messages[${index}].content.parts" must contain some text.`)
@@ -54,8 +68,10 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
     .post(
       '/f/conversation',
       async ({ body, request }) => {
-        const userId = await auth.userOf(request, body.user_id)
-        checkMessages(body.messages)
+        // Identity as the body names it, else as reads name it (CONTRACT §9).
+        const claimed = body.user_id ?? request.headers.get('x-user-id') ?? undefined
+        const userId = await auth.userOf(request, claimed)
+        checkSend(body)
         const stream = await conversations.send({
           userId,
           conversationId: body.conversation_id?.toLowerCase() ?? undefined,
@@ -64,6 +80,8 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
             parts: message.content.parts,
           })),
           temperature: body.metadata?.temperature,
+          action: body.action ?? 'next',
+          parentMessageId: body.parent_message_id,
         })
         return sseResponse(stream, keepaliveMs)
       },

@@ -8,12 +8,20 @@ export const MAX_TEXT_CHARS = 100_000
 /** Real clients send many fields this API does not use: accept and ignore them. */
 const open = { additionalProperties: true }
 
+/** Who wrote an input message: only `user` (the contract's `role`, or chatgpt.com's `author.role`). */
+const userRole = (description: string) => t.Optional(t.Literal('user', { description }))
+
 const InputMessage = t.Object(
   {
     id: t.Optional(
-      t.String({ minLength: 1, maxLength: 128, description: 'Generated when absent.' }),
+      t.String({
+        minLength: 1,
+        maxLength: 128,
+        description: 'Generated when absent. Required with action "variant".',
+      }),
     ),
-    role: t.Literal('user'),
+    role: userRole('`role` or `author.role` is required; when both are given they agree.'),
+    author: t.Optional(t.Object({ role: userRole('As chatgpt.com clients send it.') }, open)),
     content: t.Object(
       {
         content_type: t.Literal('text'),
@@ -38,6 +46,22 @@ export const SendBody = t.Object(
       }),
     ),
     messages: t.Array(InputMessage, { minItems: 1, maxItems: 16 }),
+    parent_message_id: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 128,
+        description:
+          'The message the new ones follow, or `client-created-root` (the top of the tree). ' +
+          'Default: the conversation’s current node. Not in this conversation: 404.',
+      }),
+    ),
+    action: t.Optional(
+      t.Union([t.Literal('next'), t.Literal('variant')], {
+        description:
+          '`next` (default) answers the new messages; `variant` answers again the one stored ' +
+          'user message named by `messages[0].id` (regenerate).',
+      }),
+    ),
     metadata: t.Optional(
       t.Object({ temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })) }, open),
     ),
@@ -84,16 +108,44 @@ export const ConversationList = t.Object({
   total: t.Integer(),
 })
 
+const Content = t.Object({ content_type: t.String(), parts: t.Array(t.String()) })
+
+/** One node of chatgpt.com's `mapping`; the root node has no message. */
+const MappingNode = t.Object({
+  id: t.String(),
+  parent: t.Union([t.String(), t.Null()]),
+  children: t.Array(t.String()),
+  message: t.Union([
+    t.Object({
+      id: t.String(),
+      author: t.Object({ role: t.String() }),
+      content: Content,
+      create_time: t.Number({ description: 'Unix seconds with a fraction.' }),
+      status: t.String(),
+      metadata: t.Record(t.String(), t.Unknown()),
+    }),
+    t.Null(),
+  ]),
+})
+
 export const ConversationDetail = t.Object({
   conversation_id: t.String({ format: 'uuid' }),
+  current_node: t.Union([t.String(), t.Null()], {
+    description: 'The newest reply of the branch last sent to.',
+  }),
   messages: t.Array(
     t.Object({
       id: t.String(),
       role: t.String(),
-      content: t.Object({ content_type: t.String(), parts: t.Array(t.String()) }),
+      content: Content,
       created_at: t.String({ format: 'date-time' }),
+      parent_id: t.Union([t.String(), t.Null()]),
     }),
+    { description: 'The current branch, from the top of the tree to current_node.' },
   ),
+  mapping: t.Record(t.String(), MappingNode, {
+    description: 'Every message of the tree by id, plus the `client-created-root` node.',
+  }),
 })
 
 export const StopBody = t.Object(

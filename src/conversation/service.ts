@@ -17,6 +17,7 @@ import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
+import type { SendAction } from './turn/placement.ts'
 import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
 
 export interface ConversationServiceOptions {
@@ -43,6 +44,10 @@ export interface SendRequest {
   conversationId?: string
   messages: { id?: string; parts: string[] }[]
   temperature?: number
+  /** `next` answers the messages; `variant` answers again the stored user message named. */
+  action: SendAction
+  /** Absent (the current node), `client-created-root`, or a message id of the conversation. */
+  parentMessageId?: string
 }
 
 /** A stream to answer with: a turn's log from an offset, following it live. */
@@ -129,6 +134,8 @@ export function createConversationService(options: ConversationServiceOptions) {
             parts: message.parts,
           })),
           temperature: request.temperature,
+          action: request.action,
+          parentMessageId: request.parentMessageId,
         }),
       )
       runner.accepted(turn.conversationId, turn.messageId, turn.inputs)

@@ -4,7 +4,7 @@
 // lease's fencing token and writes the reply only while the row holds it.
 import type { Queryable } from '../storage/db.ts'
 import { type FinishType, statusOf } from './encoding.ts'
-import type { StoredMessage, TextContent } from './messages.ts'
+import type { MessageType, StoredMessage, TextContent } from './messages.ts'
 
 /** What a runner needs to run (or finish) a queued turn. */
 export interface QueuedTurn {
@@ -22,23 +22,43 @@ export interface QueuedTurn {
 /** Stored with the reply: what it was produced with and how it ended. */
 export interface ReplyMetadata {
   model_slug: string
+  /** The user message the reply answers (also its parent in the tree). */
   parent_id: string
+  /** Absent on replies stored before branches: `next`. */
+  message_type?: MessageType
   temperature?: number
+  /** The turn that created the conversation: it streams the title (CONTRACT §11). */
+  first_turn?: true
   finish_details?: { type: FinishType }
 }
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 
-/** Stores the in-progress reply row of a turn being accepted. */
+/**
+ * Stores the in-progress reply row of a turn being accepted, as a child of the
+ * message it answers, and makes it the conversation's current node (CONTRACT
+ * §10): a send accepted after it follows it by default.
+ */
 export async function insertReplyPlaceholder(
   tx: Queryable,
   conversationId: string,
   reply: { id: string; createTime: number; metadata: ReplyMetadata },
 ): Promise<void> {
   await tx.query(
-    `INSERT INTO messages (id, conversation_id, role, content, status, metadata, created_at, updated_at)
-     VALUES ($1, $2, 'assistant', '{"content_type":"text","parts":[""]}', 'in_progress', $3::text::jsonb, $4, $4)`,
-    [reply.id, conversationId, JSON.stringify(reply.metadata), toDate(reply.createTime)],
+    `WITH reply AS (
+       INSERT INTO messages
+              (id, conversation_id, parent_id, role, content, status, metadata, created_at, updated_at)
+       VALUES ($1, $2, $3, 'assistant', '{"content_type":"text","parts":[""]}', 'in_progress',
+               $4::text::jsonb, $5, $5)
+       RETURNING id)
+     UPDATE conversations SET current_node = reply.id FROM reply WHERE conversations.id = $2`,
+    [
+      reply.id,
+      conversationId,
+      reply.metadata.parent_id,
+      JSON.stringify(reply.metadata),
+      toDate(reply.createTime),
+    ],
   )
 }
 
@@ -192,10 +212,19 @@ export async function finishReply(
   return rows.length === 1
 }
 
-/** The user messages a turn answers: those stored with it, just before its reply. */
+/**
+ * The user messages a turn stored: those stored with it, just before its
+ * reply; none for a regenerated reply (it answers a message stored earlier).
+ */
 export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<StoredMessage[]> {
-  const rows = await db.query<{ id: string; content: TextContent; created_at: Date }>(
-    `SELECT id, content, created_at FROM messages
+  if (turn.metadata.message_type === 'variant') return []
+  const rows = await db.query<{
+    id: string
+    parent_id: string | null
+    content: TextContent
+    created_at: Date
+  }>(
+    `SELECT id, parent_id, content, created_at FROM messages
       WHERE conversation_id = $1 AND role = 'user' AND seq < $2
         AND seq > COALESCE((SELECT max(seq) FROM messages
                              WHERE conversation_id = $1 AND role = 'assistant' AND seq < $2), 0)
@@ -207,6 +236,7 @@ export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<Store
     role: 'user',
     content: textContent(row.content.parts),
     createTime: row.created_at.getTime() / 1000,
+    parentId: row.parent_id,
   }))
 }
 

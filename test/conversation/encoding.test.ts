@@ -26,7 +26,7 @@ test('items encode as event line, one data line, blank line', () => {
 test('a chunk with newlines stays on one data line', () => {
   const item = encodeItem(errorItem('c', 'm', 'line one\nline two'))
   expect(bytes(item).split('\n')).toEqual([
-    'data: {"type":"error","conversation_id":"c","message_id":"m","code":"model_error","detail":"line one\\nline two"}',
+    'data: {"type":"error","conversation_id":"c","message_id":"m","code":"model_error","detail":"line one\\nline two","error":"line one\\nline two"}',
     '',
     '',
   ])

@@ -15,6 +15,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { decodeJwt } from 'jose'
+import { titleFrom } from '../../src/conversation/messages.ts'
 import {
   createLocalModel,
   localReply,
@@ -435,9 +436,11 @@ for (const backend of appBackends())
         expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
         release()
         const frames = framesOf(await stream.rest())
-        // The model never ran: right after the four first items, the interrupted ending.
+        // The model never ran: right after the four first items, the interrupted ending
+        // (with the title of the conversation's first turn, CONTRACT §11).
         expect(frames.slice(4).map((frame) => frame.raw)).toEqual([
           INTERRUPTED_COMPLETION,
+          `data: ${JSON.stringify({ type: 'title_generation', title: titleFrom(LONG), conversation_id: cid })}\n\n`,
           streamCompleteFrame(cid),
           'data: [DONE]\n\n',
         ])

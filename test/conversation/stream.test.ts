@@ -1,5 +1,6 @@
-// POST /backend-api/f/conversation: the exact v1 stream of CONTRACT §4.2,
-// checked byte for byte, and what it stores.
+// POST /backend-api/f/conversation: the exact v1 stream of CONTRACT §4.2 (with
+// §9's assistant-message fields and §11's title item on a conversation's first
+// turn), checked byte for byte, and what it stores.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { decodeJwt } from 'jose'
 import { appBackends } from '../support/backends.ts'
@@ -54,7 +55,7 @@ for (const backend of appBackends())
         const add = dataOf<{ v: { message: { id: string; create_time: number } } }>(frames[3]).v
           .message
         const aid = add.id
-        const appends = frames.slice(5, -3)
+        const appends = frames.slice(5, -4)
         expect(appends.length).toBeGreaterThanOrEqual(2)
         const chunks = appends.map((frame) => dataOf<{ v: [{ v: string }] }>(frame).v[0].v)
 
@@ -80,13 +81,16 @@ for (const backend of appBackends())
             v: {
               message: {
                 id: aid,
-                author: { role: 'assistant' },
+                author: { role: 'assistant', name: null, metadata: {} },
                 create_time: add.create_time,
                 update_time: add.create_time,
                 content: { content_type: 'text', parts: [''] },
                 status: 'in_progress',
                 end_turn: null,
-                metadata: { model_slug: 'local-echo', parent_id: 'm-1' },
+                weight: 1,
+                metadata: { model_slug: 'local-echo', parent_id: 'm-1', message_type: 'next' },
+                recipient: 'all',
+                channel: null,
               },
               conversation_id: cid,
             },
@@ -109,6 +113,11 @@ for (const backend of appBackends())
             )
             .join('') +
           'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_successfully"},{"p":"/message/end_turn","o":"replace","v":true},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"stop"}}}]}\n\n' +
+          line(undefined, {
+            type: 'title_generation',
+            title: 'Hello there, how are you?',
+            conversation_id: cid,
+          }) +
           line(undefined, { type: 'message_stream_complete', conversation_id: cid }) +
           'data: [DONE]\n\n'
         expect(text).toBe(expected)
@@ -140,7 +149,7 @@ for (const backend of appBackends())
       test('stores both messages; the appended chunks equal the stored reply', async () => {
         const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
         const chunks = frames
-          .slice(5, -3)
+          .slice(5, -4)
           .map((frame) => dataOf<{ v: [{ v: string }] }>(frame).v[0].v)
           .join('')
         const history = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })

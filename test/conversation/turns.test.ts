@@ -142,17 +142,18 @@ for (const backend of appBackends())
           frames[3],
         ).v.message
         expect(aid.metadata.model_slug).toBe('gpt-test')
-        const tail = frames.slice(-5).map((f) => f.raw)
+        const tail = frames.slice(-6).map((f) => f.raw)
         expect(tail[0]).toBe(
           `event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/content/parts/0","o":"append","v":"answer"}]}\n\n`,
         )
-        const error = dataOf<Record<string, string>>(frames.at(-4))
+        const error = dataOf<Record<string, string>>(frames.at(-5))
         expect(Object.keys(error)).toEqual([
           'type',
           'conversation_id',
           'message_id',
           'code',
           'detail',
+          'error',
         ])
         expect(error).toMatchObject({
           type: 'error',
@@ -161,13 +162,19 @@ for (const backend of appBackends())
           code: 'model_error',
         })
         expect(error.detail).toContain('upstream overloaded')
+        // The top-level `error` deployed clients read (CONTRACT §9) is the detail.
+        expect(error.error).toBe(error.detail)
         expect(tail[2]).toBe(
           'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_partial_completion"},{"p":"/message/end_turn","o":"replace","v":false},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"error"}}}]}\n\n',
         )
+        // A failed first turn does not ask the model for a title: the first message names it.
         expect(tail[3]).toBe(
+          `data: {"type":"title_generation","title":"hi","conversation_id":"${cid}"}\n\n`,
+        )
+        expect(tail[4]).toBe(
           `data: {"type":"message_stream_complete","conversation_id":"${cid}"}\n\n`,
         )
-        expect(tail[4]).toBe('data: [DONE]\n\n')
+        expect(tail[5]).toBe('data: [DONE]\n\n')
         const { messages } = await history(failing, user, cid)
         expect(messages.map((m) => m.role)).toEqual(['user', 'assistant'])
         expect(messages[1]?.content.parts).toEqual(['Partial answer'])

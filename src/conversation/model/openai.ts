@@ -1,8 +1,9 @@
 // The OpenAI-compatible model adapter: streams `POST {baseUrl}/chat/completions`
 // (OpenAI, vLLM, Ollama, llama.cpp server) and yields each content delta as one
-// chunk. Every failure, including silence longer than the timeout, ends as a
+// chunk; writes titles with openai-title.ts. Every failure, including silence longer than the timeout, ends as a
 // ModelError whose detail is safe to show (CONTRACT §4.3).
 import { IdleBudget } from './idle-budget.ts'
+import { requestTitle } from './openai-title.ts'
 import { readChunk, statusErrorDetail } from './openai-wire.ts'
 import { ModelError, type ModelProvider, type ModelRequest } from './provider.ts'
 import { SseParser } from './sse-lines.ts'
@@ -112,10 +113,14 @@ async function* streamReply(
   }
 }
 
-/** A ModelProvider for any OpenAI-compatible `/chat/completions` server with `stream: true`. */
+/**
+ * A ModelProvider for any OpenAI-compatible `/chat/completions` server: replies
+ * with `stream: true`, titles with one short request (openai-title.ts).
+ */
 export function createOpenAiModel(options: OpenAiModelOptions): ModelProvider {
   return {
     slug: options.slug,
     stream: (request) => streamReply(options, request),
+    title: (request) => requestTitle(options, request),
   }
 }

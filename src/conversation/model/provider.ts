@@ -1,5 +1,6 @@
 // The ModelProvider port: given the conversation context, stream the reply as
-// text chunks. Adapters: local.ts (deterministic, no network), openai.ts.
+// text chunks, and optionally name a conversation. Adapters: local.ts
+// (deterministic, no network, no titles), openai.ts.
 
 /** One message of the context handed to a model. */
 export interface ContextMessage {
@@ -15,6 +16,12 @@ export interface ModelRequest {
   signal?: AbortSignal
 }
 
+/** What a title is written from: the conversation's first exchange. */
+export interface TitleRequest {
+  userText: string
+  replyText: string
+}
+
 export interface ModelProvider {
   /** Reported as `metadata.model_slug`. */
   readonly slug: string
@@ -23,6 +30,12 @@ export interface ModelProvider {
    * an upstream failure or when no chunk arrives within the timeout.
    */
   stream(request: ModelRequest): AsyncIterable<string>
+  /**
+   * Writes a short title for a new conversation (CONTRACT §11). Absent when
+   * the model does not write titles; the caller then, as when this throws,
+   * names the conversation after its first message.
+   */
+  title?(request: TitleRequest): Promise<string>
 }
 
 /** A model failure; `detail` is safe to show to the user (no secrets, no URLs with keys). */

@@ -1,8 +1,10 @@
 // Accepting a send: the only step that can still fail with a plain HTTP error
-// (404, 409). It opens the turn's log with the stream's first items, then
-// stores the user messages and the reply's in-progress row in one
-// transaction: from then on the turn is queued for whichever instance holds
-// the conversation's lease, and the sender reads the log.
+// (404, 409, 422 for a misplaced variant). It opens the turn's log with the
+// stream's first items, then, in one transaction, places the send in the
+// conversation's tree (placement.ts), stores the user messages and the reply's
+// in-progress row, which becomes the current node: from then on the turn is
+// queued for whichever instance holds the conversation's lease, and the
+// sender reads the log.
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import {
@@ -13,6 +15,7 @@ import {
 } from '../repository.ts'
 import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
+import { placeSend, type SendAction, type SendTarget } from './placement.ts'
 import { prefixFrames } from './prefix.ts'
 
 export interface SendInput {
@@ -20,37 +23,47 @@ export interface SendInput {
   conversationId: string
   /** True when the send creates the conversation. */
   isNew: boolean
-  /** Input messages, each with its id already chosen. */
+  /**
+   * Input messages, each with its id already chosen. For a variant: exactly
+   * one, naming the stored user message to answer again (its parts unused).
+   */
   messages: { id: string; parts: string[] }[]
   temperature?: number
+  action: SendAction
+  /** Absent, `client-created-root`, or the id of the message the send follows. */
+  parentMessageId?: string
 }
 
 export interface AcceptedTurn {
   conversationId: string
   /** The reply's id: its log's key. */
   messageId: string
-  /** The user messages stored, in order. */
+  /** The user messages stored, in order (none for a variant). */
   inputs: StoredMessage[]
 }
 
-/** Queues a turn; throws 404 (not the user's conversation) or 409 (a stored message id). */
+/** Queues a turn; throws 404 (not the user's conversation, unknown message), 409 (a stored message id) or 422. */
 export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<AcceptedTurn> {
   const { conversationId, userId } = input
-  const inputs: StoredMessage[] = input.messages.map((message) => ({
-    id: message.id,
-    role: 'user',
-    content: { content_type: 'text', parts: message.parts },
-    createTime: unixSeconds(),
-  }))
-  const last = inputs.at(-1)
-  const first = inputs[0]
-  if (!first || !last) throw new Error('acceptTurn: a send needs at least one message')
+  const variant = input.action === 'variant'
+  const inputs: StoredMessage[] = variant
+    ? []
+    : input.messages.map((message) => ({
+        id: message.id,
+        role: 'user',
+        content: { content_type: 'text', parts: message.parts },
+        createTime: unixSeconds(),
+      }))
+  const answered = input.messages.at(-1)
+  if (!answered) throw new Error('acceptTurn: a send needs at least one message')
   const messageId = deps.newId()
   const createTime = unixSeconds()
   const metadata: ReplyMetadata = {
     model_slug: deps.model.slug,
-    parent_id: last.id,
+    parent_id: answered.id,
+    message_type: input.action,
     ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
+    ...(input.isNew ? { first_turn: true as const } : {}),
   }
   const token = await deps.tokens.sign({ userId, conversationId, messageId })
 
@@ -64,6 +77,8 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
         messageId,
         createTime,
         modelSlug: deps.model.slug,
+        parentId: answered.id,
+        messageType: input.action,
         inputs,
         token,
       }),
@@ -71,7 +86,16 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     )
     await deps.db.transaction(async (tx) => {
       await ensureUser(tx, userId)
-      if (input.isNew)
+      const target: SendTarget = input.isNew
+        ? { isNew: true }
+        : { isNew: false, ...(await lockOwnConversation(tx, conversationId, userId)) }
+      const parentId = await placeSend(tx, conversationId, target, {
+        action: input.action,
+        parentMessageId: input.parentMessageId,
+        variantOf: answered.id,
+      })
+      const first = inputs[0]
+      if (input.isNew && first)
         await createConversation(
           tx,
           conversationId,
@@ -79,7 +103,10 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
           titleFrom(textOf(first.content)),
           new Date(first.createTime * 1000),
         )
-      else await lockOwnConversation(tx, conversationId, userId)
+      // Each input follows the one before it; the first follows the send's parent.
+      inputs.forEach((message, index) => {
+        message.parentId = index === 0 ? parentId : (inputs[index - 1]?.id ?? null)
+      })
       await insertMessages(tx, conversationId, inputs, 'finished_successfully')
       await insertReplyPlaceholder(tx, conversationId, { id: messageId, createTime, metadata })
     })

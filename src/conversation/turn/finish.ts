@@ -1,8 +1,8 @@
 // Ending a turn, the same way whoever ends it (its runner, or the new owner of
 // a dead runner's turn): store the reply under the claim's fencing token, drop
 // the cached reads, bring the context list up to date, then end the stream (an
-// error item when there is one, the completion patch, message_stream_complete,
-// [DONE]) and finish the log. A client that saw [DONE] reads the new state.
+// error item when there is one, the completion patch, the title of a new
+// conversation, message_stream_complete, [DONE]) and finish the log. A client that saw [DONE] reads the new state.
 import { TurnLogFencedError } from '../../state/turn-log-store.ts'
 import { forgetContext, recordReply } from '../context.ts'
 import {
@@ -14,9 +14,11 @@ import {
   type StreamErrorCode,
   type StreamItem,
   streamCompleteItem,
+  titleGenerationItem,
 } from '../encoding.ts'
 import { finishReply, type QueuedTurn } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
+import { firstTurnTitle } from './title.ts'
 
 export interface TurnEnding {
   text: string
@@ -67,9 +69,11 @@ export async function finishTurn(
     })
   else await forgetContext(deps, turn.conversationId)
   if (!ending.hasLog) return outcome
+  const title = await firstTurnTitle(deps, turn, { text: ending.text, askModel: finish === 'stop' })
   const items: StreamItem[] = [
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
     completionItem(finish),
+    ...(title === undefined ? [] : [titleGenerationItem(title, turn.conversationId)]),
     streamCompleteItem(turn.conversationId),
     doneItem(),
   ]

@@ -1,6 +1,6 @@
 // The first items of a turn's stream (CONTRACT §4.2): delta_encoding, the
-// resume token, one input_message per user message, and the assistant
-// message's add. Written when the send is accepted, so a queued send already
+// resume token, one input_message per user message (none for a regenerated
+// reply, §10), and the assistant message's add. Written when the send is accepted, so a queued send already
 // has its token; rebuilt by a runner that finds the log gone (in-process logs
 // after a restart).
 import {
@@ -10,7 +10,12 @@ import {
   inputMessageItem,
   resumeTokenItem,
 } from '../encoding.ts'
-import { assistantStartMessage, type StoredMessage, userStreamMessage } from '../messages.ts'
+import {
+  assistantStartMessage,
+  type MessageType,
+  type StoredMessage,
+  userStreamMessage,
+} from '../messages.ts'
 
 export interface TurnPrefix {
   conversationId: string
@@ -18,13 +23,15 @@ export interface TurnPrefix {
   messageId: string
   createTime: number
   modelSlug: string
-  /** The user messages the turn answers, in order. */
+  /** The user message the reply answers. */
+  parentId: string
+  messageType: MessageType
+  /** The user messages the turn stored, in order (none for a variant). */
   inputs: readonly StoredMessage[]
   token: string
 }
 
 export function prefixFrames(turn: TurnPrefix): string[] {
-  const parentId = turn.inputs.at(-1)?.id ?? ''
   return [
     deltaEncodingItem(),
     resumeTokenItem(turn.token, turn.conversationId),
@@ -32,7 +39,13 @@ export function prefixFrames(turn: TurnPrefix): string[] {
       inputMessageItem(userStreamMessage(message), turn.conversationId),
     ),
     assistantAddItem(
-      assistantStartMessage(turn.messageId, turn.createTime, turn.modelSlug, parentId),
+      assistantStartMessage({
+        id: turn.messageId,
+        createTime: turn.createTime,
+        modelSlug: turn.modelSlug,
+        parentId: turn.parentId,
+        messageType: turn.messageType,
+      }),
       turn.conversationId,
     ),
   ].map(frameOf)

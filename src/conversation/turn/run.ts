@@ -70,6 +70,8 @@ async function reopenLog(
       messageId,
       createTime: turn.createTime,
       modelSlug: turn.metadata.model_slug,
+      parentId: turn.metadata.parent_id,
+      messageType: turn.metadata.message_type ?? 'next',
       inputs,
       token: resumeToken,
     }),
@@ -100,10 +102,12 @@ async function streamReply(
           .catch((error) => deps.warn('could not checkpoint the reply', error))
       }, deps.checkpointMs)
   let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
+  let contextInStep = false
   try {
-    const context = await contextForTurn(deps, conversationId, turn.seq, inputs)
+    const context = await contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs)
+    contextInStep = context.inStep
     for await (const chunk of deps.model.stream({
-      messages: context.map((message) => ({
+      messages: context.messages.map((message) => ({
         role: message.role,
         content: textOf(message.content),
       })),
@@ -134,7 +138,7 @@ async function streamReply(
     text,
     ...ending,
     hasLog: true,
-    contextInStep: true,
+    contextInStep,
   })
   return outcome !== 'lost'
 }

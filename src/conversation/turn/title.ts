@@ -1,0 +1,47 @@
+// The title the first turn of a new conversation streams (CONTRACT §11), after
+// its completion patch. A model that writes titles (the `openai` provider)
+// names the conversation from its first exchange; otherwise, or when that
+// fails, the title is the one stored when the conversation was created: the
+// first user message cut to 80 characters. The stored title, the list and the
+// streamed item agree.
+import { titleFrom } from '../messages.ts'
+import { readNaming, storeTitle } from '../title-repository.ts'
+import type { QueuedTurn } from '../turn-repository.ts'
+import { invalidateReads, type TurnDeps } from './deps.ts'
+
+/**
+ * The title to stream at the end of `turn`, stored first; undefined when the
+ * turn is not a conversation's first or the title could not be read. The model
+ * is only asked after a reply that finished normally (a failed or stopped turn
+ * must end at once).
+ */
+export async function firstTurnTitle(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  reply: { text: string; askModel: boolean },
+): Promise<string | undefined> {
+  if (!turn.metadata.first_turn) return undefined
+  try {
+    const naming = await readNaming(deps.db, turn.conversationId)
+    if (!naming) return undefined
+    const written = reply.askModel ? await modelTitle(deps, naming.firstUserText, reply.text) : ''
+    if (written === '' || written === naming.title) return naming.title
+    await storeTitle(deps.db, turn.conversationId, written)
+    await invalidateReads(deps, turn.conversationId, turn.userId)
+    return written
+  } catch (error) {
+    deps.warn('could not store the conversation title', error)
+    return undefined
+  }
+}
+
+/** The model's title cut to 80 characters, or '' when it writes none. */
+async function modelTitle(deps: TurnDeps, userText: string, replyText: string): Promise<string> {
+  if (!deps.model.title) return ''
+  try {
+    return titleFrom(await deps.model.title({ userText, replyText }))
+  } catch (error) {
+    deps.warn('the model wrote no title; naming the conversation after its first message', error)
+    return ''
+  }
+}
