@@ -9,7 +9,6 @@ import {
   ConversationList,
   errorResponseDocs,
   errorResponses,
-  eventStreamResponse,
   ListQuery,
   MAX_TEXT_CHARS,
   ResumeBody,
@@ -20,6 +19,7 @@ import {
 } from './schemas.ts'
 import type { ConversationService } from './service.ts'
 import { sseResponse } from './sse-response.ts'
+import { eventStreamResponse } from './stream-schemas.ts'
 
 export interface ConversationRoutesDeps {
   conversations: ConversationService

@@ -172,12 +172,6 @@ export const StreamStatus = t.Union([
   t.Object({ conversation_id: t.String({ format: 'uuid' }), streaming: t.Literal(false) }),
 ])
 
-/** OpenAPI description of an SSE answer, which no schema validates. */
-export const eventStreamResponse = {
-  description: 'Server-Sent Events in the delta_encoding v1 format, ending with `data: [DONE]`.',
-  content: { 'text/event-stream': { schema: { type: 'string' as const } } },
-}
-
 /** Error schemas for a route's `response` option. */
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((status) => [status, ErrorBody]))
