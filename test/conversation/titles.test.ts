@@ -1,0 +1,284 @@
+// Titles (CONTRACT §11): the first turn of a new conversation streams a
+// title_generation item after its completion patch and before
+// message_stream_complete; the `openai` model writes it with a short separate
+// request, and when that fails (and with the local model) it is the first user
+// message cut to 80 characters. The stored title, the list and the item agree,
+// also for a resumed or replayed stream.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { titleFrom } from '../../src/conversation/messages.ts'
+import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
+import { appBackends } from '../support/backends.ts'
+import {
+  conversationApp,
+  dataOf,
+  type Frame,
+  framesOf,
+  get,
+  newUser,
+  post,
+  sendAndRead,
+  type TestApp,
+  textMessage,
+} from '../support/conversation-app.ts'
+
+const SEND = '/backend-api/f/conversation'
+const MODEL_TITLE = 'Planning a Trip to Kyoto'
+
+/** The kind of each item: its event or `type`, the delta's `o`, or [DONE]. */
+const kinds = (frames: Frame[]) =>
+  frames.map((frame) => {
+    if (frame.event === 'delta_encoding' || frame.data === '[DONE]')
+      return frame.event ?? frame.data
+    const item = dataOf<{ type?: string; o?: string; v?: { p: string }[] }>(frame)
+    if (item.o === 'patch') return item.v?.[0]?.p === '/message/status' ? 'completion' : 'append'
+    return item.type ?? item.o
+  })
+
+const titleItems = (frames: Frame[]) =>
+  frames
+    .filter((frame) => frame.event === undefined && frame.data.includes('"title_generation"'))
+    .map((frame) => dataOf<{ type: string; title: string; conversation_id: string }>(frame))
+
+/** A fake OpenAI-compatible server: streamed replies, and titles by scenario (the first path segment). */
+function fakeOpenAi() {
+  const titleRequests: { scenario: string; body: Record<string, unknown> }[] = []
+  let releaseHeld = () => {}
+  let titleAsked = () => {}
+  const held = new Promise<void>((resolve) => {
+    releaseHeld = resolve
+  })
+  const asked = new Promise<void>((resolve) => {
+    titleAsked = resolve
+  })
+  const chunk = (content: string) =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`
+  const answer = (content: unknown) =>
+    Response.json({ choices: [{ index: 0, message: { role: 'assistant', content } }] })
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const scenario = new URL(request.url).pathname.split('/')[1] ?? ''
+      const body = (await request.json()) as Record<string, unknown>
+      if (body.stream === true)
+        return new Response(
+          `${chunk('Kyoto in spring ')}${chunk('is lovely.')}` +
+            `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
+          { headers: { 'content-type': 'text/event-stream' } },
+        )
+      titleRequests.push({ scenario, body })
+      switch (scenario) {
+        case 'held':
+          titleAsked()
+          await held
+          return answer(`"${MODEL_TITLE}"`)
+        case 'long':
+          return answer('A '.repeat(100))
+        case 'fails':
+          return Response.json({ error: { message: 'overloaded' } }, { status: 500 })
+        case 'empty':
+          return answer('')
+        case 'garbage':
+          return new Response('<html>not json</html>', { status: 200 })
+        default:
+          return answer(`Title: "${MODEL_TITLE}"`)
+      }
+    },
+  })
+  return { server, titleRequests, releaseHeld, asked }
+}
+
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    describe('with the local model', () => {
+      let t: TestApp
+      beforeAll(async () => {
+        t = await conversationApp({ backend })
+      })
+
+      test('the first turn streams the first message, cut to 80 characters, as its title', async () => {
+        const user = newUser()
+        const first = `${'A rather long opening question about many things '.repeat(3)}and more`
+        const { frames } = await sendAndRead(t.app, {
+          user_id: user,
+          messages: [textMessage(first)],
+        })
+        expect(kinds(frames).slice(-4)).toEqual([
+          'completion',
+          'title_generation',
+          'message_stream_complete',
+          '[DONE]',
+        ])
+        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const expected = titleFrom(first)
+        expect(Array.from(expected)).toHaveLength(80)
+        expect(titleItems(frames)).toEqual([
+          { type: 'title_generation', title: expected, conversation_id: cid },
+        ])
+        const list = (await (
+          await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
+        ).json()) as { items: { id: string; title: string }[] }
+        expect(list.items).toMatchObject([{ id: cid, title: expected }])
+      })
+
+      test('later turns, edits and regenerations stream no title', async () => {
+        const user = newUser()
+        const first = await sendAndRead(t.app, {
+          user_id: user,
+          messages: [textMessage('hello', 'h1')],
+        })
+        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const later = [
+          { messages: [textMessage('more', 'h2')] },
+          { messages: [textMessage('edited', 'h3')], parent_message_id: 'client-created-root' },
+          { messages: [textMessage('hello', 'h1')], action: 'variant' },
+        ]
+        for (const extra of later) {
+          const { response, frames } = await sendAndRead(t.app, {
+            user_id: user,
+            conversation_id: cid,
+            ...extra,
+          })
+          expect(response.status).toBe(200)
+          expect(titleItems(frames)).toEqual([])
+          expect(kinds(frames).slice(-3)).toEqual([
+            'completion',
+            'message_stream_complete',
+            '[DONE]',
+          ])
+        }
+      })
+
+      test('a replayed stream holds the same title item', async () => {
+        const user = newUser()
+        const { frames, text } = await sendAndRead(t.app, {
+          user_id: user,
+          messages: [textMessage('replay me')],
+        })
+        const { token, conversation_id } = dataOf<{ token: string; conversation_id: string }>(
+          frames[1],
+        )
+        const replay = await post(
+          t.app,
+          '/backend-api/f/conversation/resume',
+          { conversation_id, offset: 0 },
+          { 'x-conduit-token': token },
+        )
+        expect(await replay.text()).toBe(text)
+        expect(titleItems(frames)[0]?.title).toBe('replay me')
+      })
+    })
+
+    describe('with the openai model', () => {
+      let fake: ReturnType<typeof fakeOpenAi>
+      const apps = new Map<string, TestApp>()
+      beforeAll(async () => {
+        fake = fakeOpenAi()
+        for (const scenario of ['good', 'held', 'long', 'fails', 'empty', 'garbage'])
+          apps.set(
+            scenario,
+            await conversationApp({
+              backend,
+              model: createOpenAiModel({
+                slug: 'gpt-test',
+                baseUrl: `http://127.0.0.1:${fake.server.port}/${scenario}`,
+                timeoutMs: 5_000,
+              }),
+            }),
+          )
+      })
+      afterAll(() => fake.server.stop(true))
+      const app = (scenario: string) => apps.get(scenario) as TestApp
+
+      async function listTitle(t: TestApp, user: string) {
+        const list = (await (
+          await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
+        ).json()) as { items: { title: string }[] }
+        return list.items[0]?.title
+      }
+
+      test('the model writes the title with one short request; stored, listed and streamed alike', async () => {
+        const user = newUser()
+        const { frames, text } = await sendAndRead(app('good').app, {
+          user_id: user,
+          messages: [textMessage('I want to visit Kyoto in April. Where should I stay?')],
+        })
+        expect(kinds(frames).slice(-4)).toEqual([
+          'completion',
+          'title_generation',
+          'message_stream_complete',
+          '[DONE]',
+        ])
+        expect(titleItems(frames)[0]?.title).toBe(MODEL_TITLE)
+        expect(await listTitle(app('good'), user)).toBe(MODEL_TITLE)
+        const request = fake.titleRequests.findLast((r) => r.scenario === 'good')
+        expect(request?.body).toMatchObject({ model: 'gpt-test', stream: false })
+        const prompt = JSON.stringify(request?.body.messages)
+        expect(prompt).toContain('I want to visit Kyoto in April.')
+        expect(prompt).toContain('Kyoto in spring is lovely.')
+        // Replayed from the log, the stream carries the model's title too.
+        const { token, conversation_id } = dataOf<{ token: string; conversation_id: string }>(
+          frames[1],
+        )
+        const replay = await post(
+          app('good').app,
+          '/backend-api/f/conversation/resume',
+          { conversation_id, offset: 0 },
+          { 'x-conduit-token': token },
+        )
+        expect(await replay.text()).toBe(text)
+      })
+
+      test('a list cached before the title was written is invalidated', async () => {
+        const user = newUser()
+        const t = app('held')
+        const response = await post(t.app, SEND, {
+          user_id: user,
+          messages: [textMessage('where to eat ramen')],
+        })
+        const body = response.text()
+        await fake.asked
+        // The reply is stored and the title request waits: the list now caches the first message.
+        expect(await listTitle(t, user)).toBe('where to eat ramen')
+        fake.releaseHeld()
+        const frames = framesOf(await body)
+        expect(titleItems(frames)[0]?.title).toBe(MODEL_TITLE)
+        expect(await listTitle(t, user)).toBe(MODEL_TITLE)
+      })
+
+      test('a title longer than 80 characters is cut to 80', async () => {
+        const user = newUser()
+        const { frames } = await sendAndRead(app('long').app, {
+          user_id: user,
+          messages: [textMessage('make it long')],
+        })
+        const title = titleItems(frames)[0]?.title ?? ''
+        expect(Array.from(title)).toHaveLength(80)
+        expect(title.startsWith('A A A')).toBe(true)
+        expect(await listTitle(app('long'), user)).toBe(title)
+      })
+
+      test.each(['fails', 'empty', 'garbage'])(
+        'when the title request %s, the first message names the conversation and the turn ends normally',
+        async (scenario) => {
+          const user = newUser()
+          const { frames } = await sendAndRead(app(scenario).app, {
+            user_id: user,
+            messages: [textMessage(`  Fallback   please\n(${scenario})  `)],
+          })
+          expect(fake.titleRequests.some((r) => r.scenario === scenario)).toBe(true)
+          expect(kinds(frames)).not.toContain('error')
+          expect(kinds(frames).slice(-4)).toEqual([
+            'completion',
+            'title_generation',
+            'message_stream_complete',
+            '[DONE]',
+          ])
+          expect(frames.at(-4)?.data).toContain('"finish_details":{"type":"stop"}')
+          const expected = `Fallback please (${scenario})`
+          expect(titleItems(frames)[0]?.title).toBe(expected)
+          expect(await listTitle(app(scenario), user)).toBe(expected)
+        },
+      )
+    })
+  })
