@@ -8,7 +8,7 @@ import { createMemoryState, openRedisState, type State } from '../../src/state/s
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
-import { migrate } from '../../src/storage/migrate.ts'
+import { type Migration, migrate } from '../../src/storage/migrate.ts'
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
@@ -27,8 +27,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`
 }
 
-/** A fresh, migrated Postgres schema on TEST_DATABASE_URL. */
-export async function openPostgresSchema(url: string): Promise<Db> {
+/** A fresh Postgres schema on TEST_DATABASE_URL, migrated (with `migrations` when given: only those). */
+export async function openPostgresSchema(url: string, migrations?: Migration[]): Promise<Db> {
   const schema = uniqueName('test')
   const admin = createPostgresDb(url, { max: 1 })
   await admin.exec(`CREATE SCHEMA ${schema}`)
@@ -38,15 +38,15 @@ export async function openPostgresSchema(url: string): Promise<Db> {
     await admin.exec(`DROP SCHEMA ${schema} CASCADE`)
     await admin.close()
   })
-  await migrate(db)
+  await migrate(db, migrations)
   return db
 }
 
-/** A fresh, migrated in-memory PGlite. */
-export async function openPglite(): Promise<Db> {
+/** A fresh in-memory PGlite, migrated (with `migrations` when given: only those). */
+export async function openPglite(migrations?: Migration[]): Promise<Db> {
   const db = await createPgliteDb()
   cleanups.push(() => db.close())
-  await migrate(db)
+  await migrate(db, migrations)
   return db
 }
 
