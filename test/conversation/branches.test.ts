@@ -646,6 +646,57 @@ for (const backend of appBackends())
         })
       })
 
+      test('the current node moves when a send is accepted: a send queued behind a running turn follows its reply', async () => {
+        let release = () => {}
+        const gate = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        const held = await conversationApp({
+          backend,
+          model: {
+            slug: 'held',
+            async *stream() {
+              yield 'waiting '
+              await gate
+              yield 'done'
+            },
+          },
+        })
+        const user = newUser()
+        const a = await post(held.app, SEND, { user_id: user, messages: [textMessage('A', 'qa')] })
+        const aReader = (a.body as ReadableStream<Uint8Array>).getReader()
+        const aFrames = await readUntil(aReader, (f) => replyOf(f) === 'waiting ')
+        const cid = dataOf<{ conversation_id: string }>(aFrames[1]).conversation_id
+        const aid = dataOf<{ v: { message: { id: string } } }>(aFrames[3]).v.message.id
+        // B is accepted (its first items are in its log) while A still runs.
+        const b = await post(held.app, SEND, {
+          user_id: user,
+          conversation_id: cid,
+          messages: [textMessage('B', 'qb')],
+        })
+        const bReader = (b.body as ReadableStream<Uint8Array>).getReader()
+        const bFrames = await readUntil(bReader, (f) => f.length >= 4)
+        const bid = dataOf<{ v: { message: { id: string } } }>(bFrames[3]).v.message.id
+        const [conversation] = await held.db.query<{ current_node: string }>(
+          'SELECT current_node FROM conversations WHERE id = $1',
+          [cid],
+        )
+        expect(conversation?.current_node).toBe(bid)
+        const [queued] = await held.db.query<{ parent_id: string }>(
+          "SELECT parent_id FROM messages WHERE conversation_id = $1 AND id = 'qb'",
+          [cid],
+        )
+        expect(queued?.parent_id).toBe(aid)
+        release()
+        while (!(await aReader.read()).done) {}
+        while (!(await bReader.read()).done) {}
+        await held.conversations.whenIdle()
+        const body = (await (
+          await get(held.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+        ).json()) as Detail
+        expect(body.messages.map((m) => m.id)).toEqual(['qa', aid, 'qb', bid])
+      })
+
       test('a failed reply is finished_partial_completion with its partial text', async () => {
         const failing = await conversationApp({
           backend,
