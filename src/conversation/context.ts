@@ -65,15 +65,17 @@ export async function contextForTurn(
   const key = contextKey(conversationId)
   const follows = inputs.length > 0 ? inputs[0]?.parentId : answered
   try {
-    const entries = await deps.cache.listAll(key)
-    const cached = entries.map(decode)
-    if (follows !== null && follows !== undefined && cached.at(-1)?.id === follows) {
-      if (cached.every((message) => message !== undefined)) {
-        await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-        return {
-          messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
-          inStep: true,
-        }
+    const cached = (await deps.cache.listAll(key)).map(decode)
+    const isThisBranch =
+      follows !== null &&
+      follows !== undefined &&
+      cached.at(-1)?.id === follows &&
+      cached.every((message) => message !== undefined)
+    if (isThisBranch) {
+      await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
+      return {
+        messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
+        inStep: true,
       }
     }
   } catch (error) {
