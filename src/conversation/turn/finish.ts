@@ -15,6 +15,7 @@ import {
   type StreamItem,
   streamCompleteItem,
 } from '../encoding.ts'
+import type { TurnReport } from '../observer.ts'
 import { finishReply, type QueuedTurn } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 
@@ -30,6 +31,8 @@ export interface TurnEnding {
    * left it half updated) and the next turn rebuilds it.
    */
   contextInStep: boolean
+  /** What the runner measured while streaming, for the turn's log line and metrics. */
+  stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
 }
 
 /**
@@ -66,6 +69,12 @@ export async function finishTurn(
       createTime: turn.createTime,
     })
   else await forgetContext(deps, turn.conversationId)
+  deps.observer.turnFinished(turn, {
+    finish,
+    ...(error ? { error } : {}),
+    stored: outcome === 'stored',
+    ...ending.stats,
+  })
   if (!ending.hasLog) return outcome
   const items: StreamItem[] = [
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),

@@ -1,0 +1,4 @@
+import { Elysia } from 'elysia'
+export function playgroundPlugin() {
+  return new Elysia({ name: 'playground' })
+}
