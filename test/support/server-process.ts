@@ -46,35 +46,43 @@ export function childEnv(overrides: Record<string, string>): Record<string, stri
 }
 
 export interface Server {
-  proc: Subprocess<'ignore', 'ignore', 'pipe'>
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>
   base: string
   dataDir: string
   env: Record<string, string>
   stderr: () => string
+  /** Everything written to stdout so far: the JSON log lines. */
+  stdout: () => string
 }
 
-/** Starts the entry point and keeps draining its stderr (for failure messages). */
+/** Collects a child's output stream as it comes, so the child never blocks on a full pipe. */
+function drain(stream: ReadableStream<Uint8Array>): () => string {
+  let text = ''
+  void (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+  })()
+  return () => text
+}
+
+/** Starts the entry point and keeps draining its stderr (failure messages) and stdout (logs). */
 export function startServer(overrides: Record<string, string> = {}): Server {
   const env = childEnv(overrides)
   const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
     cwd: ROOT,
     env,
     stdin: 'ignore',
-    stdout: 'ignore',
+    stdout: 'pipe',
     stderr: 'pipe',
   })
   children.push(proc)
-  let stderr = ''
-  void (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
-  })()
   return {
     proc,
     base: `http://127.0.0.1:${env.PORT}`,
     dataDir: env.DATA_DIR ?? '',
     env,
-    stderr: () => stderr,
+    stderr: drain(proc.stderr),
+    stdout: drain(proc.stdout),
   }
 }
 
