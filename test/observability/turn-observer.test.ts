@@ -39,7 +39,7 @@ async function observedApp(backend: AppBackend, model?: ModelProvider) {
   return { t, logged, metrics }
 }
 
-const valueOf = async (
+const metricValue = async (
   metric: { get(): Promise<{ values: { value: number; labels: object }[] }> },
   labels: object = {},
 ) =>
@@ -82,9 +82,9 @@ for (const backend of appBackends())
       expect(finished?.conversation_id).toBe(started?.conversation_id)
       expect(logged.raw()).not.toContain(text)
 
-      expect(await valueOf(metrics.turnsStarted)).toBe(1)
-      expect(await valueOf(metrics.turnsFinished, { outcome: 'stop' })).toBe(1)
-      expect(await valueOf(metrics.streamItems)).toBe(frames.length)
+      expect(await metricValue(metrics.turnsStarted)).toBe(1)
+      expect(await metricValue(metrics.turnsFinished, { outcome: 'stop' })).toBe(1)
+      expect(await metricValue(metrics.streamItems)).toBe(frames.length)
       expect((await metrics.modelFirstChunk.get()).values.length).toBeGreaterThan(0)
       expect((await metrics.timeToFirstItem.get()).values.length).toBeGreaterThan(0)
     })
@@ -105,7 +105,7 @@ for (const backend of appBackends())
         error_code: 'model_error',
         cause: 'The model did not answer within 1 s.',
       })
-      expect(await valueOf(metrics.turnsFinished, { outcome: 'error' })).toBe(1)
+      expect(await metricValue(metrics.turnsFinished, { outcome: 'error' })).toBe(1)
     })
 
     test('streams are counted while open, and none is left open after [DONE]', async () => {
@@ -116,7 +116,7 @@ for (const backend of appBackends())
         ),
       )
       await t.conversations.whenIdle()
-      expect(await valueOf(metrics.activeStreams)).toBe(0)
-      expect(await valueOf(metrics.turnsFinished, { outcome: 'stop' })).toBe(3)
+      expect(await metricValue(metrics.activeStreams)).toBe(0)
+      expect(await metricValue(metrics.turnsFinished, { outcome: 'stop' })).toBe(3)
     })
   })

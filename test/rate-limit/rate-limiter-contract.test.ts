@@ -12,8 +12,6 @@ import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { freePort, sleep } from '../support/server-process.ts'
 
-type LimiterFactory = (policy: RateLimitPolicy) => RateLimiter
-
 const clients: Redis[] = []
 afterAll(async () => {
   for (const client of clients) client.disconnect()
