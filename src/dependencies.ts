@@ -79,10 +79,10 @@ export function openModel(config: Config): ModelProvider {
  * process. The state database rather than the cache's, because the counts
  * are not copies: a cache flush must not reset them.
  */
-export function openRateLimits(
+export async function openRateLimits(
   config: Config,
   onClose: (fn: () => Promise<void> | void) => void,
-): RateLimits {
+): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
   let redis: Redis | undefined
@@ -96,6 +96,8 @@ export function openRateLimits(
     })
     client.on('error', () => {})
     onClose(() => client.disconnect())
+    // Until connected it would count in memory; the state store answered a moment ago.
+    await connectedWithin(client, 2_000)
     redis = client
   }
   const limiter = (name: string, points: number): RateLimiter | undefined => {
@@ -104,6 +106,17 @@ export function openRateLimits(
     return redis ? createRedisRateLimiter(policy, { redis }) : createMemoryRateLimiter(policy)
   }
   return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
+}
+
+/** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
+function connectedWithin(client: Redis, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    client.once('ready', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
 }
 
 const NEEDS_DB = new Set(['full', 'dependency-check'])
@@ -152,7 +165,7 @@ export async function openDependencies(
     await migrate(db)
     const state = await openState(config, log)
     onClose(() => state.close())
-    const rateLimits = openRateLimits(config, onClose)
+    const rateLimits = await openRateLimits(config, onClose)
     const conversations = createConversationService({
       db,
       cache,
