@@ -8,7 +8,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts'
 import { openDependencies } from './dependencies.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
-import { listenFailure, openUrls } from './startup.ts'
+import { checkPortFree, listenFailure, openUrls } from './startup.ts'
 import { DataDirLockedError } from './storage/data-dir-lock.ts'
 
 function fail(message: string): never {
@@ -27,6 +27,11 @@ function configOrExit(): Config {
 
 async function main() {
   const config = configOrExit()
+  try {
+    checkPortFree(config)
+  } catch (error) {
+    fail(listenFailure(error, config))
+  }
   const log = createLogger({ level: config.logLevel })
   const metrics = createMetrics()
 

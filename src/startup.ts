@@ -20,6 +20,22 @@ export function openUrls(config: Pick<Config, 'host' | 'variant'>, port: number)
   return { base, message }
 }
 
+/**
+ * Throws what listening would throw if host:port cannot be had, by binding it
+ * for a moment: checked before the stores open, so a port in use stops the
+ * process at once rather than after the embedded database has started.
+ */
+export function checkPortFree(config: Pick<Config, 'host' | 'port'>): void {
+  if (config.port === 0) return
+  const probe = Bun.serve({
+    hostname: config.host,
+    port: config.port,
+    reusePort: false,
+    fetch: () => new Response(null, { status: 503 }),
+  })
+  probe.stop(true)
+}
+
 /** One line saying why listening failed: the port is taken, the address is not ours, or else. */
 export function listenFailure(error: unknown, config: Pick<Config, 'host' | 'port'>): string {
   const code = (error as { code?: unknown } | undefined)?.code

@@ -53,16 +53,41 @@ export interface Server {
   stderr: () => string
   /** Everything written to stdout so far: the JSON log lines. */
   stdout: () => string
+  /** Resolves with stdout so far once done(stdout) holds; rejects after ms or at its end. */
+  stdoutUntil: (done: (text: string) => boolean, ms?: number) => Promise<string>
 }
 
-/** Collects a child's output stream as it comes, so the child never blocks on a full pipe. */
-function drain(stream: ReadableStream<Uint8Array>): () => string {
+/** A child's output stream collected as it comes, so the child never blocks on a full pipe. */
+function drain(stream: ReadableStream<Uint8Array>) {
   let text = ''
+  let ended = false
+  const waiters = new Set<() => void>()
   void (async () => {
     const decoder = new TextDecoder()
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true })
+      for (const waiter of [...waiters]) waiter()
+    }
+    ended = true
+    for (const waiter of [...waiters]) waiter()
   })()
-  return () => text
+  const until = (done: (text: string) => boolean, ms = 10_000) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => settle(new Error(`not seen within ${ms} ms: ${text}`)), ms)
+      const settle = (error?: Error) => {
+        clearTimeout(timer)
+        waiters.delete(check)
+        if (error) reject(error)
+        else resolve(text)
+      }
+      const check = () => {
+        if (done(text)) settle()
+        else if (ended) settle(new Error(`the output ended without it: ${text}`))
+      }
+      waiters.add(check)
+      check()
+    })
+  return { text: () => text, until }
 }
 
 /** Starts the entry point and keeps draining its stderr (failure messages) and stdout (logs). */
@@ -76,13 +101,16 @@ export function startServer(overrides: Record<string, string> = {}): Server {
     stderr: 'pipe',
   })
   children.push(proc)
+  const stderr = drain(proc.stderr)
+  const stdout = drain(proc.stdout)
   return {
     proc,
     base: `http://127.0.0.1:${env.PORT}`,
     dataDir: env.DATA_DIR ?? '',
     env,
-    stderr: drain(proc.stderr),
-    stdout: drain(proc.stdout),
+    stderr: stderr.text,
+    stdout: stdout.text,
+    stdoutUntil: stdout.until,
   }
 }
 
