@@ -196,7 +196,8 @@ async function openConversation(id) {
       ...detail.messages.filter((message) => message.id !== streamingId).map(messageItem),
     )
     say('')
-    if (status.streaming) await resume(id, status.token)
+    // Read on in the background: the page is usable while the reply streams.
+    if (status.streaming) void resume(id, status.token)
   } catch (error) {
     say(explain(error), true)
   }
