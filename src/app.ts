@@ -1,17 +1,25 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
-// mounts the conversation API and the document store; an example variant
-// serves only its own routes. Every variant gets the error mapping, the body
-// limit and the offline API docs.
+// mounts the conversation API, the document store and the playground; an
+// example variant serves only its own routes. Every variant gets the request
+// log and id, the error mapping, the body limit, /ready, /metrics and the
+// offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
 import { docstorePlugin } from '../plugins/docstore/index.ts'
+import { playgroundPlugin } from '../plugins/playground/index.ts'
 import { variantPlugin } from '../plugins/variants/index.ts'
 import { createAuthenticator } from './auth.ts'
 import { bodyLimit } from './body-limit.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
-import { errorHandler } from './error-handler.ts'
+import { errorHandlerWith } from './error-handler.ts'
+import { type Logger, silentLogger } from './observability/logger.ts'
+import { createMetrics, type Metrics } from './observability/metrics.ts'
+import { requestLog } from './observability/request-log.ts'
+import { opsRoutes } from './ops-routes.ts'
+import { type RateLimits, rateLimitPlugin } from './rate-limit/rate-limit-plugin.ts'
+import { createReadiness, type Readiness, storeChecks } from './readiness.ts'
 import type { Cache } from './storage/cache.ts'
 import type { Db } from './storage/db.ts'
 
@@ -25,6 +33,14 @@ export interface AppDeps {
   counters?: Cache
   /** Present for `full`. */
   conversations?: ConversationService
+  /** Where logs go; silent when absent (tests). */
+  log?: Logger
+  /** Served at /metrics; a fresh registry when absent. */
+  metrics?: Metrics
+  /** Answers /ready; checks db and cache when absent. */
+  readiness?: Readiness
+  /** Per-user limits of the conversation API; none when absent. */
+  rateLimits?: RateLimits
 }
 
 function required<T>(value: T | undefined, what: string): T {
@@ -34,22 +50,39 @@ function required<T>(value: T | undefined, what: string): T {
 
 export function createApp(deps: AppDeps) {
   const { config } = deps
+  const log = deps.log ?? silentLogger()
+  const metrics = deps.metrics ?? createMetrics({ processMetrics: false })
+  const readiness = deps.readiness ?? createReadiness(storeChecks(deps))
   // normalize: false: Elysia's normalizer would turn a non-object field (e.g. a
   // string `metadata`) into {} before validation; unknown fields are ignored anyway.
   const app = new Elysia({ normalize: false })
-    .use(errorHandler)
+    .use(requestLog({ log, metrics }))
+    .use(errorHandlerWith(log))
     .use(bodyLimit)
+    .use(opsRoutes({ readiness, metrics, adminToken: config.adminToken }))
     .use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')
-    return app.use(docstorePlugin({ db, cache, config })).use(
-      conversationRoutes({
-        conversations: required(deps.conversations, 'conversations'),
-        auth: createAuthenticator(config.authJwtSecret),
-        keepaliveMs: config.sseKeepaliveMs,
-      }),
-    )
+    const auth = createAuthenticator(config.authJwtSecret)
+    return app
+      .use(
+        rateLimitPlugin({
+          limits: deps.rateLimits ?? {},
+          auth,
+          jwt: config.authJwtSecret !== undefined,
+          metrics,
+        }),
+      )
+      .use(docstorePlugin({ db, cache, config, log }))
+      .use(playgroundPlugin())
+      .use(
+        conversationRoutes({
+          conversations: required(deps.conversations, 'conversations'),
+          auth,
+          keepaliveMs: config.sseKeepaliveMs,
+        }),
+      )
   }
   return app.use(
     variantPlugin(config.variant, {

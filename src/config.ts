@@ -1,17 +1,34 @@
-// The one place the environment is read: parsed and validated once at startup,
-// so a bad value stops the process with a message naming the variable.
-export const VARIANTS = [
-  'full',
-  'basic',
-  'counter',
-  'configuration',
-  'instance',
-  'dependency-check',
-] as const
-export type Variant = (typeof VARIANTS)[number]
+// The one place the environment is read: checked once at startup against the
+// schema of config-schema.ts, so a bad value stops the process with a
+// one-line message naming the variable, then turned into a Config.
+import type { Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import {
+  ENV_NAMES,
+  type EnvName,
+  EnvSchema,
+  type LogLevel,
+  type ModelProviderName,
+  type Variant,
+  variableSchema,
+} from './config-schema.ts'
 
-export const MODEL_PROVIDERS = ['local', 'openai'] as const
-export type ModelProviderName = (typeof MODEL_PROVIDERS)[number]
+export {
+  LOG_LEVELS,
+  type LogLevel,
+  MODEL_PROVIDERS,
+  type ModelProviderName,
+  VARIANTS,
+  type Variant,
+} from './config-schema.ts'
+
+export interface RateLimitConfig {
+  /** Sends one user may make per window; 0 = no limit. */
+  sends: number
+  /** Requests of any kind one user may make per window; 0 = no limit. */
+  requests: number
+  windowSeconds: number
+}
 
 export interface Config {
   port: number
@@ -23,9 +40,9 @@ export interface Config {
   /** `redis://…`, or undefined for the in-process cache. */
   redisUrl: string | undefined
   /**
-   * Where turn state lives (logs, leases, stop requests, counters): `redis://…`,
-   * or undefined for in-process state. Defaults to REDIS_URL's server, one
-   * database number up, so flushing the cache never reaches it.
+   * Where turn state lives (logs, leases, stop requests, counters, rate
+   * limits): `redis://…`, or undefined for in-process state. Defaults to
+   * REDIS_URL's server, one database up, so flushing the cache never reaches it.
    */
   redisStateUrl: string | undefined
   modelProvider: ModelProviderName
@@ -54,49 +71,42 @@ export interface Config {
   shutdownGraceMs: number
   /** Silence after which a stream gets a `: ping` comment. */
   sseKeepaliveMs: number
+  logLevel: LogLevel
+  rateLimit: RateLimitConfig
 }
 
 export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>
+type CheckedEnv = Static<typeof EnvSchema>
 
-function text(env: Env, name: string): string | undefined {
-  const value = env[name]
-  return value === undefined || value === '' ? undefined : value
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = text(env, name)
-  if (raw === undefined) return fallback
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
-  const value = Number(raw)
-  if (value < min || value > max)
-    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`)
-  return value
-}
-
-function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
-  const raw = text(env, name) ?? fallback
-  if (!(values as readonly string[]).includes(raw))
-    throw new ConfigError(`${name} must be one of ${values.join(', ')}; got "${raw}"`)
-  return raw as T
-}
-
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const raw = text(env, name)
-  if (raw === undefined) return undefined
-  let parsed: URL
-  try {
-    parsed = new URL(raw)
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL`)
+/**
+ * The variables as the schema types them. Only a plain run of digits becomes a
+ * number: the schema then refuses `3.5`, `1e3` or `0x10` instead of reading
+ * them as 3, 1 or 16. An empty value counts as unset.
+ */
+function typedValues(env: Env): Record<string, unknown> {
+  const values: Record<string, unknown> = {}
+  for (const name of ENV_NAMES) {
+    const raw = env[name]
+    if (raw === undefined || raw === '') continue
+    values[name] = variableSchema(name).type === 'integer' && /^\d+$/.test(raw) ? Number(raw) : raw
   }
-  if (!protocols.includes(parsed.protocol))
-    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`)
-  return raw
+  return values
 }
 
-/** The cache database's number in a redis:// URL (its path, default 0). */
+/** Checks env against the schema; throws a ConfigError about the first bad variable. */
+function checkEnv(env: Env): CheckedEnv {
+  const values = Value.Default(EnvSchema, typedValues(env))
+  const error = Value.Errors(EnvSchema, values).First()
+  if (error === undefined) return values as CheckedEnv
+  const name = error.path.split('/')[1] as EnvName
+  const schema = variableSchema(name)
+  const given = schema.sensitive ? '' : `; got "${env[name]}"`
+  throw new ConfigError(`${name} must be ${schema.expected}${given}`)
+}
+
+/** The database number of a redis:// URL (its path, default 0). */
 function databaseOf(parsed: URL): number {
   const path = parsed.pathname.replace(/^\//, '')
   return path === '' ? 0 : Number(path)
@@ -106,17 +116,13 @@ function databaseOf(parsed: URL): number {
  * REDIS_STATE_URL, else REDIS_URL's server one database up; never the cache
  * database itself, which `DELETE /cache` flushes. Undefined = in-process state.
  */
-function stateUrl(env: Env): string | undefined {
-  const cache = url(env, 'REDIS_URL', ['redis:', 'rediss:', 'memory:'])
-  const explicit = url(env, 'REDIS_STATE_URL', ['redis:', 'rediss:', 'memory:'])
+function stateUrl(env: CheckedEnv): string | undefined {
+  const explicit = env.REDIS_STATE_URL
   if (explicit?.startsWith('memory:')) return undefined
-  const cacheUrl = cache?.startsWith('redis') ? new URL(cache) : undefined
+  const cacheUrl = env.REDIS_URL?.startsWith('redis') ? new URL(env.REDIS_URL) : undefined
   if (explicit === undefined) {
     if (!cacheUrl) return undefined
-    const database = databaseOf(cacheUrl)
-    if (!Number.isInteger(database) || database < 0)
-      throw new ConfigError('REDIS_URL names no valid database number')
-    cacheUrl.pathname = `/${database + 1}`
+    cacheUrl.pathname = `/${databaseOf(cacheUrl) + 1}`
     return cacheUrl.toString()
   }
   const state = new URL(explicit)
@@ -129,35 +135,39 @@ function stateUrl(env: Env): string | undefined {
 
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
-  const modelProvider = oneOf(env, 'MODEL_PROVIDER', MODEL_PROVIDERS, 'local')
+  const e = checkEnv(env)
   return {
-    port: integer(env, 'PORT', 3000, 0, 65535),
-    host: text(env, 'HOST') ?? '0.0.0.0',
-    variant: oneOf(env, 'APP_VARIANT', VARIANTS, 'full'),
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:', 'memory:']),
-    dataDir: text(env, 'DATA_DIR') ?? './.data',
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:', 'memory:']),
-    redisStateUrl: stateUrl(env),
-    modelProvider,
-    model: text(env, 'MODEL') ?? (modelProvider === 'local' ? 'local-echo' : 'gpt-4o-mini'),
-    openaiBaseUrl:
-      url(env, 'OPENAI_BASE_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ??
-      'https://api.openai.com/v1',
-    openaiApiKey: text(env, 'OPENAI_API_KEY'),
-    modelTimeoutMs: integer(env, 'MODEL_TIMEOUT_MS', 60_000, 1, 3_600_000),
-    localModelChunkDelayMs: integer(env, 'LOCAL_MODEL_CHUNK_DELAY_MS', 20, 0, 60_000),
-    authJwtSecret: text(env, 'AUTH_JWT_SECRET'),
-    resumeTokenSecret: text(env, 'RESUME_TOKEN_SECRET'),
-    adminToken: text(env, 'ADMIN_TOKEN'),
-    appEnv: text(env, 'APP_ENV'),
-    debug: text(env, 'DEBUG'),
-    hotReload: text(env, 'HOT_RELOAD'),
-    debugToolbar: text(env, 'DEBUG_TOOLBAR'),
-    maxRunningConversations: integer(env, 'MAX_RUNNING_CONVERSATIONS', 10_000, 1, 10_000_000),
-    turnLeaseMs: integer(env, 'TURN_LEASE_MS', 10_000, 100, 60_000),
-    resumeRetentionMs: integer(env, 'RESUME_RETENTION_MS', 900_000, 600_000, 86_400_000),
-    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 300_000),
-    sseKeepaliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 300_000),
+    port: e.PORT,
+    host: e.HOST,
+    variant: e.APP_VARIANT,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR ?? './.data',
+    redisUrl: e.REDIS_URL,
+    redisStateUrl: stateUrl(e),
+    modelProvider: e.MODEL_PROVIDER,
+    model: e.MODEL ?? (e.MODEL_PROVIDER === 'local' ? 'local-echo' : 'gpt-4o-mini'),
+    openaiBaseUrl: e.OPENAI_BASE_URL?.replace(/\/+$/, '') ?? 'https://api.openai.com/v1',
+    openaiApiKey: e.OPENAI_API_KEY,
+    modelTimeoutMs: e.MODEL_TIMEOUT_MS,
+    localModelChunkDelayMs: e.LOCAL_MODEL_CHUNK_DELAY_MS,
+    authJwtSecret: e.AUTH_JWT_SECRET,
+    resumeTokenSecret: e.RESUME_TOKEN_SECRET,
+    adminToken: e.ADMIN_TOKEN,
+    appEnv: e.APP_ENV,
+    debug: e.DEBUG,
+    hotReload: e.HOT_RELOAD,
+    debugToolbar: e.DEBUG_TOOLBAR,
+    maxRunningConversations: e.MAX_RUNNING_CONVERSATIONS,
+    turnLeaseMs: e.TURN_LEASE_MS,
+    resumeRetentionMs: e.RESUME_RETENTION_MS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    sseKeepaliveMs: e.SSE_KEEPALIVE_MS,
+    logLevel: e.LOG_LEVEL,
+    rateLimit: {
+      sends: e.RATE_LIMIT_SENDS,
+      requests: e.RATE_LIMIT_REQUESTS,
+      windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
+    },
   }
 }
 

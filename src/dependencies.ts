@@ -1,12 +1,25 @@
 // Builds the real clients a variant needs from the configuration: the only
-// place (with index.ts) that constructs database, cache and model clients.
+// place (with index.ts) that constructs database, cache, state, model and
+// rate-limit clients. The database and cache are wrapped to report to the
+// metrics, and everything that reports problems reports them to the logger.
 import { resolve } from 'node:path'
+import Redis from 'ioredis'
 import type { AppDeps } from './app.ts'
 import type { Config } from './config.ts'
 import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
 import { createConversationService } from './conversation/service.ts'
+import { conversationObserver } from './observability/conversation-observer.ts'
+import { instrumentedCache } from './observability/instrumented-cache.ts'
+import { instrumentedDb } from './observability/instrumented-db.ts'
+import { type Logger, warnTo } from './observability/logger.ts'
+import type { Metrics } from './observability/metrics.ts'
+import { createMemoryRateLimiter } from './rate-limit/memory-rate-limiter.ts'
+import type { RateLimits } from './rate-limit/rate-limit-plugin.ts'
+import type { RateLimiter, RateLimitPolicy } from './rate-limit/rate-limiter.ts'
+import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts'
+import { createReadiness, storeChecks } from './readiness.ts'
 import { createMemoryState, openRedisState, type State } from './state/state.ts'
 import type { Cache } from './storage/cache.ts'
 import { lockDataDir } from './storage/data-dir-lock.ts'
@@ -14,12 +27,13 @@ import type { Db } from './storage/db.ts'
 import { createMemoryCache } from './storage/memory-cache.ts'
 import { migrate } from './storage/migrate.ts'
 import { createPgliteDb } from './storage/pglite.ts'
-import { createPostgresDb } from './storage/postgres.ts'
+import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
   state?: State
+  readiness: NonNullable<AppDeps['readiness']>
   /** Closes everything opened here, in reverse order. */
   close(): Promise<void>
 }
@@ -41,8 +55,8 @@ export function openCache(config: Config): Cache {
 }
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
-export function openState(config: Config): Promise<State> {
-  const options = { retentionMs: config.resumeRetentionMs }
+export function openState(config: Config, log?: Logger): Promise<State> {
+  const options = { retentionMs: config.resumeRetentionMs, warn: log && warnTo(log) }
   return config.redisStateUrl
     ? openRedisState(config.redisStateUrl, options)
     : Promise.resolve(createMemoryState(options))
@@ -59,11 +73,65 @@ export function openModel(config: Config): ModelProvider {
     : createLocalModel({ slug: config.model, chunkDelayMs: config.localModelChunkDelayMs })
 }
 
+/**
+ * The per-user limits of RATE_LIMIT_* (a limit of 0 is none): counted in the
+ * state Redis when there is one, so every instance counts together, else in
+ * process. The state database rather than the cache's, because the counts
+ * are not copies: a cache flush must not reset them.
+ */
+export async function openRateLimits(
+  config: Config,
+  onClose: (fn: () => Promise<void> | void) => void,
+): Promise<RateLimits> {
+  const { sends, requests, windowSeconds } = config.rateLimit
+  if (sends === 0 && requests === 0) return {}
+  let redis: Redis | undefined
+  if (config.redisStateUrl) {
+    const client = new Redis(config.redisStateUrl, {
+      // Fail at once while Redis is down: the limiter then counts in memory.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    })
+    client.on('error', () => {})
+    onClose(() => client.disconnect())
+    // Until connected it would count in memory; the state store answered a moment ago.
+    await connectedWithin(client, 2_000)
+    redis = client
+  }
+  const limiter = (name: string, points: number): RateLimiter | undefined => {
+    if (points === 0) return undefined
+    const policy: RateLimitPolicy = { name, points, windowSeconds }
+    return redis ? createRedisRateLimiter(policy, { redis }) : createMemoryRateLimiter(policy)
+  }
+  return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
+}
+
+/** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
+function connectedWithin(client: Redis, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    client.once('ready', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+}
+
 const NEEDS_DB = new Set(['full', 'dependency-check'])
 const NEEDS_CACHE = new Set(['full', 'dependency-check'])
 
+export interface Observability {
+  log: Logger
+  metrics: Metrics
+}
+
 /** Opens what config.variant needs; `full` also migrates and starts the conversation service. */
-export async function openDependencies(config: Config): Promise<Dependencies> {
+export async function openDependencies(
+  config: Config,
+  { log, metrics }: Observability,
+): Promise<Dependencies> {
   const closers: (() => Promise<void> | void)[] = []
   const onClose = (fn: () => Promise<void> | void) => closers.push(fn)
   const close = async () => {
@@ -72,26 +140,32 @@ export async function openDependencies(config: Config): Promise<Dependencies> {
   try {
     let db: Db | undefined
     let cache: Cache | undefined
+    const observed = { log, metrics, close }
     if (NEEDS_DB.has(config.variant)) {
       const opened = await openDb(config, onClose)
       onClose(() => opened.close())
-      db = opened
+      db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }
     if (NEEDS_CACHE.has(config.variant)) {
       const opened = openCache(config)
       onClose(() => opened.close())
-      cache = opened
+      cache = instrumentedCache(opened, metrics)
     }
     if (config.variant === 'counter') {
       // The count is state, not a copy: it lives in the state database.
       const counters = openCache({ ...config, redisUrl: config.redisStateUrl })
       onClose(() => counters.close())
-      return { config, counters, close }
+      const readiness = createReadiness(storeChecks({ state: counters }))
+      return { config, counters, readiness, ...observed }
     }
-    if (config.variant !== 'full' || !db || !cache) return { config, db, cache, close }
+    if (config.variant !== 'full' || !db || !cache) {
+      const readiness = createReadiness(storeChecks({ db, cache }))
+      return { config, db, cache, readiness, ...observed }
+    }
     await migrate(db)
-    const state = await openState(config)
+    const state = await openState(config, log)
     onClose(() => state.close())
+    const rateLimits = await openRateLimits(config, onClose)
     const conversations = createConversationService({
       db,
       cache,
@@ -102,10 +176,13 @@ export async function openDependencies(config: Config): Promise<Dependencies> {
       stops: state.stops,
       leaseMs: config.turnLeaseMs,
       maxConversations: config.maxRunningConversations,
+      warn: warnTo(log),
+      observer: conversationObserver(log, metrics),
     })
     onClose(() => conversations.close(config.shutdownGraceMs))
     conversations.startRecovery()
-    return { config, db, cache, state, conversations, close }
+    const readiness = createReadiness(storeChecks({ db, cache, state }))
+    return { config, db, cache, state, conversations, rateLimits, readiness, ...observed }
   } catch (error) {
     await close().catch(() => {})
     throw error

@@ -1,8 +1,11 @@
 // The one Elysia hook that turns every failure into CONTRACT §3's JSON body:
 // typed AppErrors keep their status, validation names the field, anything
-// unexpected is logged and answered with an opaque 500.
+// unexpected is logged and answered with an opaque 500. The status is also
+// put in `set.status`, where the access log (request-log.ts) reads it.
 import { Elysia, type ValidationError } from 'elysia'
+import { safeErrorMessage } from './dependency-probe.ts'
 import { AppError, errorResponse, toErrorResponse, unavailable } from './errors.ts'
+import { type Logger, silentLogger } from './observability/logger.ts'
 import { isDatabaseUnavailable } from './storage/db.ts'
 
 /** `/messages/0/role` → `messages[0].role`, the way a client developer writes it. */
@@ -35,38 +38,45 @@ function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): strin
   return `The ${where}field "${field}" is not valid: ${first.message.toLowerCase()}.`
 }
 
-export const errorHandler = new Elysia({ name: 'error-handler' }).onError(
-  { as: 'global' },
-  ({ code, error, path }) => {
-    if (error instanceof AppError) return toErrorResponse(error)
-    // Errors thrown while reading the body (size limit) arrive wrapped by Elysia.
-    if (code === 'PARSE' && error.cause instanceof AppError) return toErrorResponse(error.cause)
-    switch (code) {
-      case 'VALIDATION':
-        return errorResponse(422, {
-          detail: describeValidation(error),
-          code: 'validation_error',
-        })
-      case 'PARSE':
-        return errorResponse(422, {
-          detail: 'The request body is not valid JSON.',
-          code: 'invalid_json',
-        })
-      case 'NOT_FOUND':
-        return errorResponse(404, { detail: `No route matches ${path}.`, code: 'not_found' })
-      default:
-        if (isDatabaseUnavailable(error))
-          return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            msg: 'unhandled error',
-            path,
-            code,
-            error: String(error),
-          }),
-        )
-        return toErrorResponse(error)
-    }
-  },
-)
+/** The error mapping, logging what nobody expected (an opaque 500) to log. */
+export function errorHandlerWith(log: Logger) {
+  return new Elysia({ name: 'error-handler' }).onError(
+    { as: 'global' },
+    ({ code, error, path, set }) => {
+      const response = errorResponseOf(code, error, path, log)
+      set.status = response.status
+      return response
+    },
+  )
+}
+
+/** The mapping without logging, for test apps that mount single plugins. */
+export const errorHandler = errorHandlerWith(silentLogger())
+
+type ErrorCode = string | number
+
+function errorResponseOf(code: ErrorCode, error: unknown, path: string, log: Logger): Response {
+  if (error instanceof AppError) return toErrorResponse(error)
+  // Errors thrown while reading the body (size limit) arrive wrapped by Elysia.
+  if (code === 'PARSE' && error instanceof Error && error.cause instanceof AppError)
+    return toErrorResponse(error.cause)
+  switch (code) {
+    case 'VALIDATION':
+      return errorResponse(422, {
+        detail: describeValidation(error as ValidationError),
+        code: 'validation_error',
+      })
+    case 'PARSE':
+      return errorResponse(422, {
+        detail: 'The request body is not valid JSON.',
+        code: 'invalid_json',
+      })
+    case 'NOT_FOUND':
+      return errorResponse(404, { detail: `No route matches ${path}.`, code: 'not_found' })
+    default:
+      if (isDatabaseUnavailable(error))
+        return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
+      log.error({ path, code, error: safeErrorMessage(error) }, 'unhandled error')
+      return toErrorResponse(error)
+  }
+}

@@ -1,7 +1,7 @@
 // compose.yaml and deploy/nginx.conf, read as data (no docker engine here; CI
 // also runs `docker-compose config` on compose.yaml): every service README.md's
 // "Docker Compose" section names exists and the other way round, app runs two
-// or more replicas health-checked on /health with the state database and no
+// or more replicas health-checked on /ready with the state database and no
 // default resume secret, `lb` (nginx) is the only way in and balances them
 // round robin without buffering event streams, each example variant runs under
 // the `examples` profile with its APP_VARIANT, k6 under `bench` aimed at lb,
@@ -169,9 +169,20 @@ describe('compose.yaml: app', () => {
     expect(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')).toMatch(/^FROM oven\/bun:/m)
   })
 
-  test('has a health check on /health', () => {
+  test('has a health check on /ready (not /health: a draining replica must leave the rotation)', () => {
     const healthcheck = fields(service('app').healthcheck, 'app.healthcheck')
-    expect(strings(healthcheck.test).join(' ')).toContain('/health')
+    expect(strings(healthcheck.test).join(' ')).toContain('http://127.0.0.1:3000/ready')
+  })
+
+  test('passes LOG_LEVEL and the RATE_LIMIT_* variables through', () => {
+    const env = environment('app')
+    for (const name of [
+      'LOG_LEVEL',
+      'RATE_LIMIT_SENDS',
+      'RATE_LIMIT_REQUESTS',
+      'RATE_LIMIT_WINDOW_SECONDS',
+    ])
+      expect(env[name]).toStartWith(`\${${name}:-`)
   })
 
   test('gets DATABASE_URL, REDIS_URL and the state database REDIS_STATE_URL', () => {
@@ -225,7 +236,7 @@ describe('compose.yaml: examples and k6', () => {
     expect(strings(service(name).profiles)).toEqual(['examples'])
     expect(service(name).image).toBe(service('app').image)
     expect(strings(fields(service(name).healthcheck, 'healthcheck').test).join(' ')).toContain(
-      '/health',
+      '/ready',
     )
   })
 
@@ -262,7 +273,7 @@ describe('compose.yaml: lb', () => {
 
   test('has a health check through the proxy and waits for a healthy app', () => {
     const healthcheck = fields(lb.healthcheck, 'lb.healthcheck')
-    expect(strings(healthcheck.test).join(' ')).toContain('http://127.0.0.1/health')
+    expect(strings(healthcheck.test).join(' ')).toContain('http://127.0.0.1/ready')
     const dependsOn = fields(lb.depends_on, 'lb.depends_on')
     expect(fields(dependsOn.app, 'app').condition).toBe('service_healthy')
   })

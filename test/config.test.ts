@@ -3,6 +3,7 @@
 // echoing a secret), the per-process random resume secret, and maskUrlPassword.
 import { describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig, maskUrlPassword, VARIANTS } from '../src/config.ts'
+import { ENV_NAMES, type EnvName, variableSchema } from '../src/config-schema.ts'
 
 /** The ConfigError loadConfig throws for env; fails the test when it returns. */
 function configError(env: Record<string, string>): ConfigError {
@@ -246,5 +247,108 @@ describe('maskUrlPassword', () => {
     const masked = maskUrlPassword('postgres://app:s3cret@db host/app')
     expect(masked).not.toContain('s3cret')
     expect(masked).toContain('***')
+  })
+})
+
+describe('HOST', () => {
+  test('an IP address or a host name is taken as given', () => {
+    for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', 'app-1.internal', 'db.'])
+      expect(loadConfig({ HOST: host }).host).toBe(host)
+  })
+
+  test('an impossible address or a malformed name is refused in one line naming HOST', () => {
+    for (const host of [
+      '999.1.1.1',
+      '1.2.3',
+      '256.0.0.1',
+      'a..b',
+      '-x',
+      'host name',
+      'x'.repeat(64),
+    ]) {
+      const { message } = configError({ HOST: host })
+      expect(message).toStartWith('HOST must be')
+      expect(message).toContain(host)
+      expect(message).not.toContain('\n')
+    }
+  })
+})
+
+describe('whole numbers', () => {
+  test('only plain digits count: no fraction, exponent, hex or sign', () => {
+    for (const value of ['3.5', '1e3', '0x10', '+80', ' 80', '80 '])
+      expect(configError({ PORT: value }).message).toBe(
+        `PORT must be a whole number from 0 to 65535; got "${value}"`,
+      )
+  })
+})
+
+describe('LOG_LEVEL and RATE_LIMIT_*', () => {
+  test('default to info and to 30 sends / 600 requests per 60 s', () => {
+    const config = loadConfig({})
+    expect(config.logLevel).toBe('info')
+    expect(config.rateLimit).toEqual({ sends: 30, requests: 600, windowSeconds: 60 })
+  })
+
+  test('are taken as given; 0 turns a limit off', () => {
+    const config = loadConfig({
+      LOG_LEVEL: 'debug',
+      RATE_LIMIT_SENDS: '0',
+      RATE_LIMIT_REQUESTS: '5',
+      RATE_LIMIT_WINDOW_SECONDS: '1',
+    })
+    expect(config.logLevel).toBe('debug')
+    expect(config.rateLimit).toEqual({ sends: 0, requests: 5, windowSeconds: 1 })
+  })
+
+  test('bad values are refused naming the variable', () => {
+    expect(configError({ LOG_LEVEL: 'loud' }).message).toContain('LOG_LEVEL must be one of fatal')
+    expect(configError({ RATE_LIMIT_SENDS: '-1' }).message).toContain('RATE_LIMIT_SENDS')
+    expect(configError({ RATE_LIMIT_WINDOW_SECONDS: '0' }).message).toContain(
+      'RATE_LIMIT_WINDOW_SECONDS',
+    )
+  })
+})
+
+describe('every variable of the schema', () => {
+  /** A value each kind of variable refuses (free text refuses nothing but emptiness, which is unset). */
+  const badValue = (name: EnvName): string | undefined => {
+    const schema = variableSchema(name)
+    if (schema.type === 'integer') return 'many'
+    if ('anyOf' in schema) return 'bogus'
+    if ('format' in schema) return 'not a url'
+    return undefined
+  }
+
+  test('a bad value stops loadConfig with one line that names it and hides secrets', () => {
+    const freeText: string[] = []
+    for (const name of ENV_NAMES) {
+      const value = badValue(name)
+      if (value === undefined) {
+        freeText.push(name)
+        continue
+      }
+      const { message } = configError({ [name]: value })
+      expect(message).toStartWith(`${name} must be`)
+      expect(message).not.toContain('\n')
+      if (variableSchema(name).sensitive) expect(message).not.toContain(value)
+    }
+    // Only these take any non-empty text.
+    expect(freeText.sort()).toEqual([
+      'ADMIN_TOKEN',
+      'APP_ENV',
+      'AUTH_JWT_SECRET',
+      'DATA_DIR',
+      'DEBUG',
+      'DEBUG_TOOLBAR',
+      'HOT_RELOAD',
+      'MODEL',
+      'OPENAI_API_KEY',
+      'RESUME_TOKEN_SECRET',
+    ])
+  })
+
+  test('a REDIS_URL whose path is not a database number is refused', () => {
+    expect(configError({ REDIS_URL: 'redis://cache:6379/cache' }).message).toContain('REDIS_URL')
   })
 })

@@ -101,6 +101,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     RESUME_TOKEN_SECRET: options.resumeTokenSecret ?? randomBytes(32).toString('hex'),
     // Turns of a benchmark are short; a stuck one must not hold up the run.
     SHUTDOWN_GRACE_MS: '5000',
+    // One reader hammers the history route: the per-user limits would measure themselves.
+    RATE_LIMIT_SENDS: '0',
+    RATE_LIMIT_REQUESTS: '0',
   }
   if (options.backend.redisUrl) env.REDIS_URL = options.backend.redisUrl
   // Named even when it is the default, so the harness meters the same database.

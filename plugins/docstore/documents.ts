@@ -2,7 +2,7 @@
 // ports. The database is the truth and enforces uniqueness; the cache only
 // saves work, so a cache failure degrades to the database instead of failing.
 
-import { safeErrorMessage, withTimeout } from '../../src/dependency-probe.ts'
+import { withTimeout } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import {
@@ -33,6 +33,8 @@ import type {
 export interface DocumentStoreDeps {
   db: Db
   cache: Cache
+  /** Told when the cache fails and the database answers instead. */
+  warn?: (message: string, error: unknown) => void
 }
 
 const CREATED = 'Document created.'
@@ -44,19 +46,17 @@ const ALREADY_EXISTS = 'A document with this content already exists.'
  */
 export const CACHE_TIMEOUT_MS = 500
 
-/** Runs a cache operation; when the cache is down or slow, logs it and carries on with fallback. */
-async function bestEffort<T>(operation: string, run: () => Promise<T>, fallback: T): Promise<T> {
+/** Runs a cache operation; when the cache is down or slow, reports it and carries on with fallback. */
+async function bestEffort<T>(
+  deps: DocumentStoreDeps,
+  operation: string,
+  run: () => Promise<T>,
+  fallback: T,
+): Promise<T> {
   try {
     return await withTimeout(run, CACHE_TIMEOUT_MS)
   } catch (error) {
-    console.warn(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'cache unavailable',
-        operation,
-        error: safeErrorMessage(error),
-      }),
-    )
+    deps.warn?.(`cache unavailable (${operation})`, error)
     return fallback
   }
 }
@@ -76,12 +76,13 @@ export function parseMetadata(text: string | null): Metadata {
 
 /** POST /documents: dedupe by the doc:<sha256> key, then by the database's unique index. */
 export async function createDocument(
-  { db, cache }: DocumentStoreDeps,
+  deps: DocumentStoreDeps,
   body: DocumentBody,
 ): Promise<CreateDocumentResult> {
+  const { db, cache } = deps
   const hash = contentSha256(body.content)
   const key = documentKey(hash)
-  const known = await bestEffort('get', () => cache.get(key), null)
+  const known = await bestEffort(deps, 'get', () => cache.get(key), null)
   if (known !== null) return { message: ALREADY_EXISTS, cached: true }
 
   const metadata = JSON.stringify(body.metadata ?? {})
@@ -91,8 +92,13 @@ export async function createDocument(
     const id = await insertDocument(db, { content: body.content, metadata, contentSha256: hash })
     if (id !== undefined) {
       await Promise.all([
-        bestEffort('set', () => cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS), undefined),
-        bestEffort('del', () => cache.del(DOCUMENT_LIST_KEY), 0),
+        bestEffort(
+          deps,
+          'set',
+          () => cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS),
+          undefined,
+        ),
+        bestEffort(deps, 'del', () => cache.del(DOCUMENT_LIST_KEY), 0),
       ])
       return { id, message: CREATED }
     }
@@ -100,6 +106,7 @@ export async function createDocument(
     if (existing !== undefined) {
       // Remember it again, so the next duplicate is refused without a query.
       await bestEffort(
+        deps,
         'set',
         () => cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS),
         undefined,
@@ -121,8 +128,9 @@ function cachedList(raw: string | null): StoredDocument[] | undefined {
 }
 
 /** GET /documents: cache-aside under documents:list for 60 s. */
-export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<DocumentList> {
-  const hit = cachedList(await bestEffort('get', () => cache.get(DOCUMENT_LIST_KEY), null))
+export async function listDocuments(deps: DocumentStoreDeps): Promise<DocumentList> {
+  const { db, cache } = deps
+  const hit = cachedList(await bestEffort(deps, 'get', () => cache.get(DOCUMENT_LIST_KEY), null))
   if (hit) return { documents: hit, cached: true }
   const rows = await listNewestDocuments(db, DOCUMENT_LIST_LIMIT)
   const documents = rows.map((row) => ({
@@ -131,6 +139,7 @@ export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<D
     metadata: parseMetadata(row.metadata),
   }))
   await bestEffort(
+    deps,
     'set',
     () => cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS),
     undefined,

@@ -4,6 +4,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../../src/config.ts'
 import { ErrorBody } from '../../src/error-schema.ts'
+import { type Logger, warnTo } from '../../src/observability/logger.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { requireAdmin } from './admin-guard.ts'
@@ -25,13 +26,16 @@ export interface DocstoreDeps {
   db: Db
   cache: Cache
   config: Config
+  /** Where cache trouble is reported; silent when absent. */
+  log?: Logger
 }
 
 export const SERVICE_NAME = 'conduit'
 
 const tags = ['documents']
 
-export function docstorePlugin({ db, cache, config }: DocstoreDeps) {
+export function docstorePlugin({ db, cache, config, log }: DocstoreDeps) {
+  const store = { db, cache, warn: log ? warnTo(log) : undefined }
   return new Elysia({ name: 'docstore' })
     .get('/', () => ({ service: SERVICE_NAME, status: 'running' }), {
       response: { 200: ServiceInfo },
@@ -52,7 +56,7 @@ export function docstorePlugin({ db, cache, config }: DocstoreDeps) {
         },
       },
     )
-    .post('/documents', ({ body }) => createDocument({ db, cache }, body), {
+    .post('/documents', ({ body }) => createDocument(store, body), {
       body: DocumentBody,
       response: { 200: CreateDocumentResult, 413: ErrorBody, 422: ErrorBody },
       detail: {
@@ -63,7 +67,7 @@ export function docstorePlugin({ db, cache, config }: DocstoreDeps) {
           '(1 hour), then by the database, which refuses a duplicate even after the cache was flushed.',
       },
     })
-    .get('/documents', () => listDocuments({ db, cache }), {
+    .get('/documents', () => listDocuments(store), {
       response: { 200: DocumentList },
       detail: {
         tags,

@@ -11,6 +11,7 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import type { ListPage } from './list-cache.ts'
 import type { ModelProvider } from './model/provider.ts'
+import { type ConversationObserver, silentObserver } from './observer.ts'
 import { conversationDetail, conversationList } from './reads.ts'
 import { isOwnConversation } from './repository.ts'
 import { createResumeTokens } from './resume-token.ts'
@@ -36,6 +37,8 @@ export interface ConversationServiceOptions {
   checkpointMs?: number
   newId?: () => string
   warn?: (message: string, error: unknown) => void
+  /** Told of turns and streams (logs, metrics); silent when absent. */
+  observer?: ConversationObserver
 }
 
 export interface SendRequest {
@@ -69,11 +72,15 @@ export type StreamStatus =
 
 export type ConversationService = ReturnType<typeof createConversationService>
 
-const defaultWarn = (message: string, error: unknown) =>
-  console.warn(JSON.stringify({ level: 'warn', msg: message, error: String(error) }))
+/**
+ * Retry-After of the capacity 429: a turn of the local model ends within a
+ * few seconds, so a slot is likely free again by then.
+ */
+export const CAPACITY_RETRY_AFTER_SECONDS = 2
 
 export function createConversationService(options: ConversationServiceOptions) {
-  const warn = options.warn ?? defaultWarn
+  const warn = options.warn ?? (() => {})
+  const observer = options.observer ?? silentObserver
   const newId = options.newId ?? randomUUID
   const { db, logs } = options
   const deps: TurnDeps = {
@@ -84,6 +91,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     logs,
     newId,
     warn,
+    observer,
     checkpointMs: options.checkpointMs ?? 1_000,
   }
   const runner = createTurnRunner({
@@ -106,8 +114,21 @@ export function createConversationService(options: ConversationServiceOptions) {
   }
 
   const streamOf = (messageId: string, offset: number): TurnStream => ({
-    read: (signal) => logs.read(messageId, offset, signal),
+    read: (signal) => observed(logs.read(messageId, offset, signal)),
   })
+
+  /** A stream's items, counted for the observer while it is open. */
+  async function* observed(items: AsyncGenerator<string>): AsyncGenerator<string> {
+    observer.streamOpened()
+    try {
+      for await (const item of items) {
+        observer.streamItem()
+        yield item
+      }
+    } finally {
+      observer.streamClosed()
+    }
+  }
 
   async function requireOwn(userId: string, conversationId: string) {
     if (!(await isOwnConversation(db, conversationId, userId)))
@@ -122,7 +143,10 @@ export function createConversationService(options: ConversationServiceOptions) {
      */
     async send(request: SendRequest): Promise<TurnStream> {
       if (runner.size >= options.maxConversations)
-        throw tooManyRequests('The server is busy with too many conversations; try again shortly.')
+        throw tooManyRequests(
+          'The server is busy with too many conversations; try again shortly.',
+          CAPACITY_RETRY_AFTER_SECONDS,
+        )
       const conversationId = request.conversationId ?? newId()
       const turn = await inArrivalOrder(conversationId, () =>
         acceptTurn(deps, {

@@ -2,10 +2,15 @@
 // channel only, for the embedded (single-process) setup and tests. Delivery
 // is deferred to a microtask, as over Redis it is asynchronous too, so a
 // listener never runs inside the publisher's call stack.
-import { deliver, type StopChannel, type StopRequest } from './stop-channel.ts'
+import {
+  deliver,
+  type ListenerErrorReport,
+  type StopChannel,
+  type StopRequest,
+} from './stop-channel.ts'
 
 /** A stop channel whose publish reaches this instance's listeners only. */
-export function createMemoryStopChannel(): StopChannel {
+export function createMemoryStopChannel(report?: ListenerErrorReport): StopChannel {
   const listeners = new Set<(request: StopRequest) => void>()
   let closed = false
 
@@ -19,7 +24,7 @@ export function createMemoryStopChannel(): StopChannel {
       queueMicrotask(() => {
         for (const listener of [...listeners]) {
           if (closed) return
-          deliver(listener, copy)
+          deliver(listener, copy, report)
         }
       })
     },

@@ -5,13 +5,20 @@
 // many listeners it has. Messages that are not a well-formed request are
 // dropped: another version, or anyone with access, may publish on the channel.
 import type Redis from 'ioredis'
-import { deliver, type StopChannel, type StopRequest } from './stop-channel.ts'
+import {
+  deliver,
+  type ListenerErrorReport,
+  type StopChannel,
+  type StopRequest,
+} from './stop-channel.ts'
 
 export interface RedisStopChannelOptions {
   /** A connected client; it publishes, stays the caller's and is never closed here. */
   redis: Redis
   /** Prepended to the channel name; tests use a random one. */
   keyPrefix?: string
+  /** Told when a listener throws. */
+  report?: ListenerErrorReport
 }
 
 /**
@@ -35,7 +42,7 @@ export async function createRedisStopChannel(
     if (request === undefined) return
     for (const listener of [...listeners]) {
       if (closed) return
-      deliver(listener, request)
+      deliver(listener, request, options.report)
     }
   })
   try {

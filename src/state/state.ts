@@ -25,6 +25,8 @@ export interface State {
    * by whichever instance asks first, unless one is configured.
    */
   sharedSecret(name: string): Promise<string>
+  /** Resolves when the state store answers (readiness); throws otherwise. */
+  ping(): Promise<void>
   close(): Promise<void>
 }
 
@@ -33,12 +35,14 @@ export interface StateOptions {
   retentionMs: number
   /** Prepended to every key and channel (tests run side by side on one Redis). */
   keyPrefix?: string
+  /** Told of failures nobody waits for (a stop listener that throws). */
+  warn?: (message: string, error: unknown) => void
 }
 
 export function createMemoryState(options: StateOptions): State {
   const logs = createMemoryTurnLogs({ retentionMs: options.retentionMs })
   const leases = createMemoryLeases()
-  const stops = createMemoryStopChannel()
+  const stops = createMemoryStopChannel(options.warn)
   const secrets = new Map<string, string>()
   return {
     kind: 'memory',
@@ -50,6 +54,7 @@ export function createMemoryState(options: StateOptions): State {
       secrets.set(name, secret)
       return secret
     },
+    async ping() {},
     async close() {
       await Promise.all([logs.close(), leases.close(), stops.close()])
     },
@@ -75,7 +80,7 @@ export async function openRedisState(url: string, options: StateOptions): Promis
       retentionMs: options.retentionMs,
     })
     const leases = createRedisLeases({ redis, keyPrefix: prefix })
-    const stops = await createRedisStopChannel({ redis, keyPrefix: prefix })
+    const stops = await createRedisStopChannel({ redis, keyPrefix: prefix, report: options.warn })
     return {
       kind: 'redis',
       logs,
@@ -88,6 +93,9 @@ export async function openRedisState(url: string, options: StateOptions): Promis
         if (secret === null)
           throw new Error(`the shared secret ${name} vanished from the state store`)
         return secret
+      },
+      async ping() {
+        await redis.ping()
       },
       async close() {
         await Promise.all([logs.close(), leases.close(), stops.close()])

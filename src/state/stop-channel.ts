@@ -18,13 +18,18 @@ export interface StopChannel {
   close(): Promise<void>
 }
 
-/** Calls a listener; one that throws is logged and must not keep the request from the others. */
-export function deliver(listener: (request: StopRequest) => void, request: StopRequest): void {
+/** Told when a listener throws (the service passes its logger's warn). */
+export type ListenerErrorReport = (message: string, error: unknown) => void
+
+/** Calls a listener; one that throws is reported and must not keep the request from the others. */
+export function deliver(
+  listener: (request: StopRequest) => void,
+  request: StopRequest,
+  report: ListenerErrorReport = () => {},
+): void {
   try {
     listener(request)
   } catch (error) {
-    console.error(
-      JSON.stringify({ level: 'error', msg: 'stop listener failed', error: String(error) }),
-    )
+    report('stop listener failed', error)
   }
 }

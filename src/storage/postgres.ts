@@ -23,10 +23,13 @@ function queryable(sql: Sql): Queryable {
   }
 }
 
+/** Connections of the pool unless told otherwise. */
+export const POSTGRES_POOL_SIZE = 10
+
 /** Connects to `url`; the pool opens connections lazily. */
 export function createPostgresDb(url: string, options: PostgresOptions = {}): Db {
   const sql = postgres(url, {
-    max: options.max ?? 10,
+    max: options.max ?? POSTGRES_POOL_SIZE,
     onnotice: () => {},
     connect_timeout: 5,
     connection: options.schema ? { search_path: `${options.schema},public` } : {},

@@ -4,8 +4,12 @@
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
+import type { ConversationObserver } from '../../src/conversation/observer.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
 import { openModel } from '../../src/dependencies.ts'
+import type { Logger } from '../../src/observability/logger.ts'
+import type { Metrics } from '../../src/observability/metrics.ts'
+import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { type AppBackend, uniqueName } from './backends.ts'
@@ -19,6 +23,11 @@ export interface TestAppOptions {
   db?: Db
   /** Instead of a new cache of the backend's. */
   cache?: Cache
+  /** Logs, metrics, turn observer and rate limits, for the tests of those. */
+  log?: Logger
+  metrics?: Metrics
+  observer?: ConversationObserver
+  rateLimits?: RateLimits
 }
 
 export async function conversationApp(options: TestAppOptions) {
@@ -41,8 +50,17 @@ export async function conversationApp(options: TestAppOptions) {
     leaseMs: config.turnLeaseMs,
     maxConversations: config.maxRunningConversations,
     warn: () => {},
+    observer: options.observer,
   })
-  const app = createApp({ config, db, cache, conversations })
+  const app = createApp({
+    config,
+    db,
+    cache,
+    conversations,
+    log: options.log,
+    metrics: options.metrics,
+    rateLimits: options.rateLimits,
+  })
   return { app, db, cache, state, conversations, config }
 }
 

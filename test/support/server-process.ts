@@ -46,35 +46,71 @@ export function childEnv(overrides: Record<string, string>): Record<string, stri
 }
 
 export interface Server {
-  proc: Subprocess<'ignore', 'ignore', 'pipe'>
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>
   base: string
   dataDir: string
   env: Record<string, string>
   stderr: () => string
+  /** Everything written to stdout so far: the JSON log lines. */
+  stdout: () => string
+  /** Resolves with stdout so far once done(stdout) holds; rejects after ms or at its end. */
+  stdoutUntil: (done: (text: string) => boolean, ms?: number) => Promise<string>
 }
 
-/** Starts the entry point and keeps draining its stderr (for failure messages). */
+/** A child's output stream collected as it comes, so the child never blocks on a full pipe. */
+function drain(stream: ReadableStream<Uint8Array>) {
+  let text = ''
+  let ended = false
+  const waiters = new Set<() => void>()
+  void (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk, { stream: true })
+      for (const waiter of [...waiters]) waiter()
+    }
+    ended = true
+    for (const waiter of [...waiters]) waiter()
+  })()
+  const until = (done: (text: string) => boolean, ms = 10_000) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => settle(new Error(`not seen within ${ms} ms: ${text}`)), ms)
+      const settle = (error?: Error) => {
+        clearTimeout(timer)
+        waiters.delete(check)
+        if (error) reject(error)
+        else resolve(text)
+      }
+      const check = () => {
+        if (done(text)) settle()
+        else if (ended) settle(new Error(`the output ended without it: ${text}`))
+      }
+      waiters.add(check)
+      check()
+    })
+  return { text: () => text, until }
+}
+
+/** Starts the entry point and keeps draining its stderr (failure messages) and stdout (logs). */
 export function startServer(overrides: Record<string, string> = {}): Server {
   const env = childEnv(overrides)
   const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
     cwd: ROOT,
     env,
     stdin: 'ignore',
-    stdout: 'ignore',
+    stdout: 'pipe',
     stderr: 'pipe',
   })
   children.push(proc)
-  let stderr = ''
-  void (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
-  })()
+  const stderr = drain(proc.stderr)
+  const stdout = drain(proc.stdout)
   return {
     proc,
     base: `http://127.0.0.1:${env.PORT}`,
     dataDir: env.DATA_DIR ?? '',
     env,
-    stderr: () => stderr,
+    stderr: stderr.text,
+    stdout: stdout.text,
+    stdoutUntil: stdout.until,
   }
 }
 

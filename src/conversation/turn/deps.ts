@@ -5,6 +5,7 @@ import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
 import { historyKey, listKey } from '../cache-keys.ts'
 import type { ModelProvider } from '../model/provider.ts'
+import type { ConversationObserver } from '../observer.ts'
 import type { ResumeTokens } from '../resume-token.ts'
 
 export interface TurnDeps {
@@ -15,6 +16,8 @@ export interface TurnDeps {
   logs: TurnLogStore
   newId: () => string
   warn: (message: string, error: unknown) => void
+  /** Told when turns start and end (logs, metrics). */
+  observer: ConversationObserver
   /** With logs that die with the process: how often the reply so far is saved to the database. */
   checkpointMs: number
 }

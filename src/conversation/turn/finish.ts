@@ -16,6 +16,7 @@ import {
   streamCompleteItem,
   titleGenerationItem,
 } from '../encoding.ts'
+import type { TurnReport } from '../observer.ts'
 import { finishReply, type QueuedTurn } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { firstTurnTitle } from './title.ts'
@@ -32,6 +33,8 @@ export interface TurnEnding {
    * left it half updated) and the next turn rebuilds it.
    */
   contextInStep: boolean
+  /** What the runner measured while streaming, for the turn's log line and metrics. */
+  stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
 }
 
 /**
@@ -68,6 +71,12 @@ export async function finishTurn(
       createTime: turn.createTime,
     })
   else await forgetContext(deps, turn.conversationId)
+  deps.observer.turnFinished(turn, {
+    finish,
+    ...(error ? { error } : {}),
+    stored: outcome === 'stored',
+    ...ending.stats,
+  })
   if (!ending.hasLog) return outcome
   const title = await firstTurnTitle(deps, turn, { text: ending.text, askModel: finish === 'stop' })
   const items: StreamItem[] = [

@@ -88,6 +88,11 @@ async function streamReply(
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
   const emit = (item: StreamItem) => deps.logs.append(messageId, [frameOf(item)], run.token)
+  deps.observer.turnStarted(turn)
+  const startedAt = performance.now()
+  let modelFirstChunkMs: number | undefined
+  let firstItemMs: number | undefined
+  let items = 0
   let text = ''
   let saved = ''
   const checkpoints = deps.logs.durable
@@ -106,6 +111,7 @@ async function streamReply(
   try {
     const context = await contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs)
     contextInStep = context.inStep
+    const askedAt = performance.now()
     for await (const chunk of deps.model.stream({
       messages: context.messages.map((message) => ({
         role: message.role,
@@ -116,8 +122,14 @@ async function streamReply(
     })) {
       if (run.signal.aborted) break
       if (chunk === '') continue
-      if (text === '') await emit(firstTokenMarkerItem(conversationId, messageId))
+      if (text === '') {
+        modelFirstChunkMs = performance.now() - askedAt
+        // createTime is when the send was accepted, on whichever instance.
+        firstItemMs = Math.max(0, Date.now() - turn.createTime * 1000)
+        await emit(firstTokenMarkerItem(conversationId, messageId))
+      }
       await emit(appendItem(chunk))
+      items++
       text += chunk
     }
     ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
@@ -139,6 +151,7 @@ async function streamReply(
     ...ending,
     hasLog: true,
     contextInStep,
+    stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
   })
   return outcome !== 'lost'
 }

@@ -1,0 +1,146 @@
+// The environment the service reads, as one TypeBox schema: every variable,
+// its type, its range or allowed values, its default, and how to say what it
+// must be. loadConfig (config.ts) checks the environment against it and turns
+// the result into a Config. Adding a variable is one entry here and one line
+// in config.ts.
+import { isIP } from 'node:net'
+import { FormatRegistry, type TLiteral, type TSchema, Type } from '@sinclair/typebox'
+
+export const VARIANTS = [
+  'full',
+  'basic',
+  'counter',
+  'configuration',
+  'instance',
+  'dependency-check',
+] as const
+export type Variant = (typeof VARIANTS)[number]
+
+export const MODEL_PROVIDERS = ['local', 'openai'] as const
+export type ModelProviderName = (typeof MODEL_PROVIDERS)[number]
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/**
+ * Keywords this schema adds to each variable: `expected` completes "NAME must
+ * be …" in the error message, and `sensitive` keeps the given value out of it
+ * (secrets, and URLs, which may carry a password).
+ */
+interface VariableOptions {
+  expected: string
+  sensitive?: boolean
+}
+
+const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i
+
+/**
+ * An IP address, or a host name made of DNS labels. A name whose labels are
+ * all digits is an IPv4 address or nothing: `999.1.1.1` is refused, not
+ * looked up.
+ */
+export function isHost(value: string): boolean {
+  if (isIP(value) !== 0) return true
+  if (value.length > 253) return false
+  const labels = value.replace(/\.$/, '').split('.')
+  if (labels.every((label) => /^\d+$/.test(label))) return false
+  return labels.every((label) => HOST_LABEL.test(label))
+}
+
+/** A URL that parses and has one of the schemes. */
+function urlWithScheme(schemes: string[]) {
+  return (value: string) => {
+    try {
+      return schemes.includes(new URL(value).protocol)
+    } catch {
+      return false
+    }
+  }
+}
+
+/** A redis:// URL whose path, if any, is a database number. */
+const isRedisUrl = (value: string) =>
+  urlWithScheme(['redis:', 'rediss:'])(value) && /^\/?\d*$/.test(new URL(value).pathname)
+
+FormatRegistry.Set('conduit-host', isHost)
+FormatRegistry.Set('conduit-database-url', urlWithScheme(['postgres:', 'postgresql:', 'memory:']))
+FormatRegistry.Set('conduit-redis-url', (value) => value === 'memory://' || isRedisUrl(value))
+FormatRegistry.Set('conduit-http-url', urlWithScheme(['http:', 'https:']))
+
+/** A whole number from min to max. */
+const integer = (fallback: number, minimum: number, maximum: number) =>
+  Type.Integer({
+    default: fallback,
+    minimum,
+    maximum,
+    expected: `a whole number from ${minimum} to ${maximum}`,
+  } satisfies VariableOptions & Record<string, unknown>)
+
+/** One of a list of words. */
+const oneOf = <T extends string>(values: readonly T[], fallback?: T) =>
+  Type.Union(
+    values.map((value) => Type.Literal(value)) as TLiteral<T>[],
+    fallback === undefined
+      ? { expected: `one of ${values.join(', ')}` }
+      : { default: fallback, expected: `one of ${values.join(', ')}` },
+  )
+
+/** Optional text (no default). */
+const text = (options: Partial<VariableOptions> = {}) =>
+  Type.Optional(Type.String({ minLength: 1, expected: 'a non-empty text', ...options }))
+
+/** An optional URL (no default) of a format registered above. */
+const url = (format: string, expected: string) =>
+  Type.Optional(Type.String({ format, expected, sensitive: true }))
+
+const variables = {
+  PORT: integer(3000, 0, 65535),
+  HOST: Type.String({
+    default: '0.0.0.0',
+    format: 'conduit-host',
+    expected: 'an IP address or a host name',
+  }),
+  APP_VARIANT: oneOf(VARIANTS, 'full'),
+  DATABASE_URL: url('conduit-database-url', 'a postgres://, postgresql:// or memory:// URL'),
+  DATA_DIR: text({ expected: 'a directory' }),
+  REDIS_URL: url(
+    'conduit-redis-url',
+    'a redis:// or rediss:// URL (with an optional database number) or memory://',
+  ),
+  REDIS_STATE_URL: url(
+    'conduit-redis-url',
+    'a redis:// or rediss:// URL (with an optional database number) or memory://',
+  ),
+  MODEL_PROVIDER: oneOf(MODEL_PROVIDERS, 'local'),
+  MODEL: text(),
+  OPENAI_BASE_URL: url('conduit-http-url', 'an http:// or https:// URL'),
+  OPENAI_API_KEY: text({ sensitive: true }),
+  MODEL_TIMEOUT_MS: integer(60_000, 1, 3_600_000),
+  LOCAL_MODEL_CHUNK_DELAY_MS: integer(20, 0, 60_000),
+  AUTH_JWT_SECRET: text({ sensitive: true }),
+  RESUME_TOKEN_SECRET: text({ sensitive: true }),
+  ADMIN_TOKEN: text({ sensitive: true }),
+  APP_ENV: text(),
+  DEBUG: text(),
+  HOT_RELOAD: text(),
+  DEBUG_TOOLBAR: text(),
+  MAX_RUNNING_CONVERSATIONS: integer(10_000, 1, 10_000_000),
+  TURN_LEASE_MS: integer(10_000, 100, 60_000),
+  RESUME_RETENTION_MS: integer(900_000, 600_000, 86_400_000),
+  SHUTDOWN_GRACE_MS: integer(30_000, 0, 300_000),
+  SSE_KEEPALIVE_MS: integer(15_000, 10, 300_000),
+  LOG_LEVEL: oneOf(LOG_LEVELS, 'info'),
+  RATE_LIMIT_SENDS: integer(30, 0, 1_000_000),
+  RATE_LIMIT_REQUESTS: integer(600, 0, 10_000_000),
+  RATE_LIMIT_WINDOW_SECONDS: integer(60, 1, 86_400),
+} satisfies Record<string, TSchema>
+
+/** Every variable: optional ones may be unset, the others get their default. */
+export const EnvSchema = Type.Object(variables)
+export type EnvName = keyof typeof variables
+export const ENV_NAMES = Object.keys(variables) as EnvName[]
+
+/** The schema of one variable, with this file's keywords. */
+export function variableSchema(name: EnvName): TSchema & VariableOptions {
+  return variables[name] as unknown as TSchema & VariableOptions
+}

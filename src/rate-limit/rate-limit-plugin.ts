@@ -1,0 +1,80 @@
+// Per-user rate limits on the conversation API: a strict one on sends and a
+// looser one on every request that names a user. Refused requests get 429
+// {"detail","code":"rate_limited"} with Retry-After. Requests that name no
+// user (docs, the playground's files, the document store, probes) are not
+// counted: the limits are per user, and without a user there is nobody to
+// count against but an address, which behind a load balancer is the balancer.
+//
+// Not elysia-rate-limit: its key generator sees the request but not the
+// verified user, its 429 body is its own, and sharing counts across instances
+// needs a store written against its Context interface, which is what the
+// RateLimiter port and its Redis adapter already are.
+import { Elysia } from 'elysia'
+import type { Authenticator } from '../auth.ts'
+import { rateLimited } from '../errors.ts'
+import type { Metrics } from '../observability/metrics.ts'
+import type { RateLimiter } from './rate-limiter.ts'
+
+export interface RateLimits {
+  /** Sends (POST /backend-api/f/conversation) per user; absent = no limit. */
+  sends?: RateLimiter
+  /** Requests of any kind per user; absent = no limit. */
+  requests?: RateLimiter
+}
+
+export interface RateLimitDeps {
+  limits: RateLimits
+  auth: Authenticator
+  /** True when AUTH_JWT_SECRET is set: only a verified token names a user. */
+  jwt: boolean
+  metrics: Pick<Metrics, 'rateLimited'>
+}
+
+const SEND_ROUTE = '/backend-api/f/conversation'
+const MAX_USER_ID = 128
+
+type Fields = Record<string, unknown>
+const field = (value: unknown, name: string) =>
+  typeof value === 'object' && value !== null ? (value as Fields)[name] : undefined
+
+/**
+ * The user a request names, as the routes will resolve it: the verified
+ * token's subject with JWT auth, else the body's user_id, the X-User-Id
+ * header or the user_id query parameter. Undefined when there is none (the
+ * route then answers 401 itself).
+ */
+async function userOf(deps: RateLimitDeps, request: Request, body: unknown, query: unknown) {
+  if (deps.jwt) return deps.auth.optionalUserOf(request, undefined).catch(() => undefined)
+  const claimed =
+    field(body, 'user_id') ?? request.headers.get('x-user-id') ?? field(query, 'user_id')
+  return typeof claimed === 'string' && claimed !== '' && claimed.length <= MAX_USER_ID
+    ? claimed
+    : undefined
+}
+
+export function rateLimitPlugin(deps: RateLimitDeps) {
+  const { limits, metrics } = deps
+  const check = async (limiter: RateLimiter | undefined, name: string, user: string) => {
+    if (!limiter) return
+    const decision = await limiter.consume(user)
+    if (decision.allowed) return
+    metrics.rateLimited.inc({ limit: name })
+    throw rateLimited(
+      name === 'sends'
+        ? 'You are sending messages too fast; try again shortly.'
+        : 'Too many requests; try again shortly.',
+      decision.retryAfterMs / 1000,
+    )
+  }
+  return new Elysia({ name: 'rate-limit' }).onBeforeHandle(
+    { as: 'global' },
+    async ({ request, body, query, route }) => {
+      if (!limits.sends && !limits.requests) return
+      const user = await userOf(deps, request, body, query)
+      if (user === undefined) return
+      await check(limits.requests, 'requests', user)
+      if (request.method === 'POST' && route === SEND_ROUTE)
+        await check(limits.sends, 'sends', user)
+    },
+  )
+}

@@ -1,0 +1,37 @@
+// RateLimiter adapter shared by every instance: the counts live in Redis (one
+// key per user and window, incremented and given its expiry by one Lua call,
+// rate-limiter-flexible's RateLimiterRedis). It uses the state database, not
+// the cache: `DELETE /cache` must not hand every user a fresh window. While
+// Redis does not answer, each process counts on its own in memory (the
+// library's insurance limiter), so a Redis outage neither blocks every
+// request nor lifts the limit.
+import type Redis from 'ioredis'
+import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { memoryLimiterOf } from './memory-rate-limiter.ts'
+import { flexibleRateLimiter, type RateLimiter, type RateLimitPolicy } from './rate-limiter.ts'
+
+export interface RedisRateLimiterOptions {
+  /**
+   * A client made with `enableOfflineQueue: false`, so a call while Redis is
+   * down fails at once and the in-memory fallback answers.
+   */
+  redis: Redis
+  /** Prepended to every key (tests run side by side on one Redis). */
+  keyPrefix?: string
+}
+
+export function createRedisRateLimiter(
+  policy: RateLimitPolicy,
+  { redis, keyPrefix = '' }: RedisRateLimiterOptions,
+): RateLimiter {
+  return flexibleRateLimiter(
+    new RateLimiterRedis({
+      storeClient: redis,
+      points: policy.points,
+      duration: policy.windowSeconds,
+      keyPrefix: `${keyPrefix}ratelimit:${policy.name}`,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: memoryLimiterOf(policy),
+    }),
+  )
+}

@@ -1,0 +1,208 @@
+// The playground in a real headless Chromium (Debian's, through
+// playwright-core, as the docs test drives it), against the real application
+// on loopback with a slow local model: the reply grows on screen while it
+// streams, Stop ends it with the text the server stored, a reload mid-reply
+// resumes it to the end, buttons follow the routes the server has, and the
+// page asks nothing of any other host. The first test leaves a screenshot in
+// test/output/playground.png (docs/playground.png is a copy, for the README).
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Browser, chromium, type Page } from 'playwright-core'
+import { embeddedBackend } from '../support/backends.ts'
+import { conversationApp, get, newUser, type TestApp } from '../support/conversation-app.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium)
+  console.log(
+    `playground browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
+  )
+
+const OUTPUT = join(import.meta.dir, '..', 'output')
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+/** 40 words: the local model echoes them all, so a reply is ~50 chunks, ~4 s at this delay. */
+const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
+const CHUNK_DELAY_MS = '80'
+/** A question a person might ask, long enough for a reply of a few seconds. */
+const QUESTION =
+  'Hello! I am trying the playground. Could you explain how a reply streams from the server to ' +
+  'this page, and what happens when I press stop or reload the page while you are still answering?'
+const TIMEOUT = { timeout: 20_000 }
+
+const isLoopback = (url: string) => {
+  const { protocol, hostname } = new URL(url)
+  if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true
+  return hostname === '127.0.0.1' || hostname === 'localhost'
+}
+
+/** The page's DOM, as seen from functions that run in it (this file has no DOM types). */
+type Dom = {
+  document: {
+    querySelector(selector: string): { textContent: string | null; className: string } | null
+    body: { dataset: Record<string, string | undefined> }
+  }
+}
+
+describe.skipIf(!hasChromium)('playground in Chromium', () => {
+  let browser: Browser
+  let t: TestApp
+  let server: ReturnType<TestApp['app']['listen']>
+  let base: string
+  const outside: string[] = []
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    t = await conversationApp({
+      backend: embeddedBackend,
+      env: { LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS },
+    })
+    server = t.app.listen({ port: 0, hostname: '127.0.0.1' })
+    base = `http://127.0.0.1:${server.server?.port}`
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await t?.conversations.whenIdle()
+    await server?.stop()
+  })
+
+  /** A fresh page signed in as a new user, ready to type. */
+  async function signedIn(): Promise<{ page: Page; user: string }> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 720 } })
+    context.on('request', (request) => {
+      if (!isLoopback(request.url())) outside.push(request.url())
+    })
+    await context.route('**/*', (route) =>
+      isLoopback(route.request().url()) ? route.continue() : route.abort(),
+    )
+    const page = await context.newPage()
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(`${base}/playground`)
+    await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)
+    const user = newUser()
+    await page.fill('#user-id', user)
+    await page.click('#use-identity')
+    return { page, user }
+  }
+
+  const reply = (page: Page) => page.locator('#messages li.assistant').last()
+  const replyText = async (page: Page) => (await reply(page).locator('.text').textContent()) ?? ''
+
+  /** Waits until the streaming reply on screen is longer than `than` characters. */
+  const grownPast = (page: Page, than: number) =>
+    page.waitForFunction(
+      (length: number) => {
+        // Runs in the page: `document` is the page's.
+        const { document } = globalThis as unknown as Dom
+        const li = document.querySelector('#messages li.assistant.streaming .text')
+        return (li?.textContent?.length ?? 0) > length
+      },
+      than,
+      TIMEOUT,
+    )
+
+  async function send(page: Page, text: string) {
+    await page.fill('#prompt', text)
+    await page.click('#send')
+  }
+
+  /** The reply the server stored for the page's open conversation. */
+  async function storedReply(page: Page, user: string) {
+    const id = /#c=([0-9a-f-]{36})/.exec(page.url())?.[1]
+    expect(id).toBeDefined()
+    const detail = (await (
+      await get(t.app, `/backend-api/conversation/${id}`, { 'x-user-id': user })
+    ).json()) as { messages: { role: string; content: { parts: string[] } }[] }
+    return detail.messages.filter((message) => message.role === 'assistant').at(-1)?.content
+      .parts[0]
+  }
+
+  test('the reply grows on screen while it streams, then ends as stored', async () => {
+    const { page, user } = await signedIn()
+    await send(page, QUESTION)
+    await grownPast(page, 0)
+    const early = (await replyText(page)).length
+    await grownPast(page, early + 80)
+    // Still streaming: the reply grew before it ended.
+    expect(await reply(page).getAttribute('class')).toContain('streaming')
+    mkdirSync(OUTPUT, { recursive: true })
+    await page.screenshot({ path: join(OUTPUT, 'playground.png') })
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    const final = await replyText(page)
+    expect(final.length).toBeGreaterThan(early + 80)
+    expect(await storedReply(page, user)).toBe(final)
+    // The new conversation is in the list, marked as the open one.
+    await page.locator('#conversations li.current').waitFor(TIMEOUT)
+    await page.context().close()
+  }, 40_000)
+
+  test('Stop ends the reply; the server stored exactly what was shown', async () => {
+    const { page, user } = await signedIn()
+    await send(page, LONG)
+    await grownPast(page, 20)
+    await page.click('#stop')
+    await page.locator('#status', { hasText: 'Stopped.' }).waitFor(TIMEOUT)
+    expect(await reply(page).getAttribute('class')).not.toContain('streaming')
+    expect(await page.locator('#stop').isHidden()).toBe(true)
+    const shown = await replyText(page)
+    const stored = await storedReply(page, user)
+    expect(stored).toBe(shown)
+    // Stopped before the end: the full echo of the 40 words never came.
+    expect(shown).not.toContain('word39')
+    await page.context().close()
+  }, 40_000)
+
+  test('a reload mid-reply resumes it on screen to the end', async () => {
+    const { page, user } = await signedIn()
+    await send(page, LONG)
+    await grownPast(page, 20)
+    await page.reload()
+    await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)
+    // After the reload the page finds the running reply and streams it again, still growing.
+    await grownPast(page, 0)
+    const resumedAt = (await replyText(page)).length
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    const final = await replyText(page)
+    expect(final.length).toBeGreaterThan(resumedAt)
+    expect(final).toContain('word39')
+    expect(await storedReply(page, user)).toBe(final)
+    // Shown once: the user's message is not repeated by the replay.
+    expect(await page.locator('#messages li.user').count()).toBe(1)
+    await page.context().close()
+  }, 40_000)
+
+  test('buttons follow the routes the server has (hidden when a route is missing)', async () => {
+    const doc = (await (await get(t.app, '/docs/json')).json()) as {
+      paths: Record<string, Record<string, { requestBody?: unknown }>>
+    }
+    const hasPatch = Boolean(doc.paths['/backend-api/conversation/{conversation_id}']?.patch)
+    const sendSchema = JSON.stringify(doc.paths['/backend-api/f/conversation']?.post?.requestBody)
+    const hasVariant = sendSchema.includes('"action"')
+    const { page } = await signedIn()
+    await send(page, 'short one')
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    expect(await page.locator('#rename').isVisible()).toBe(hasPatch)
+    expect(await page.locator('#archive').isVisible()).toBe(hasPatch)
+    expect(await page.locator('#delete').isVisible()).toBe(hasPatch)
+    expect(await page.locator('#messages li.assistant button.regenerate').count()).toBe(
+      hasVariant ? 1 : 0,
+    )
+    await page.context().close()
+  }, 40_000)
+
+  test('no request left loopback and the page threw nothing', () => {
+    expect(outside).toEqual([])
+    expect(errors).toEqual([])
+  })
+})

@@ -1,0 +1,204 @@
+// Per-user rate limits of the running application, on every backend (counted
+// in memory on the embedded one, in Redis on the real one): past RATE_LIMIT_SENDS
+// a user's send gets 429 {"detail","code":"rate_limited"} with Retry-After,
+// others are unaffected, every request counts against the looser limit,
+// refused input counts nothing, probes and anonymous requests are not
+// limited, and with JWT auth the verified user is the one counted. The
+// capacity 429 (MAX_RUNNING_CONVERSATIONS) carries a Retry-After too.
+import { afterAll, describe, expect, test } from 'bun:test'
+import Redis from 'ioredis'
+import { SignJWT } from 'jose'
+import type { ModelProvider } from '../../src/conversation/model/provider.ts'
+import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
+import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
+import type { RateLimitPolicy } from '../../src/rate-limit/rate-limiter.ts'
+import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.ts'
+import { type AppBackend, appBackends, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
+import { conversationApp, get, newUser, post, textMessage } from '../support/conversation-app.ts'
+import { reading } from '../support/server-process.ts'
+
+const clients: Redis[] = []
+afterAll(() => {
+  for (const client of clients) client.disconnect()
+})
+
+/** Limits on the backend's kind of store: memory for embedded, Redis for real. */
+async function limitsFor(
+  backend: AppBackend,
+  sends: number,
+  requests: number,
+): Promise<RateLimits> {
+  const policy = (name: string, points: number): RateLimitPolicy => ({
+    name,
+    points,
+    windowSeconds: 60,
+  })
+  if (backend.name === 'real' && TEST_REDIS_URL) {
+    const redis = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false })
+    clients.push(redis)
+    // Until it is connected the limiter counts in memory (its fallback); these tests count in Redis.
+    await new Promise((resolve) => redis.once('ready', resolve))
+    const keyPrefix = `${uniqueName('rl')}:`
+    return {
+      sends: createRedisRateLimiter(policy('sends', sends), { redis, keyPrefix }),
+      requests: createRedisRateLimiter(policy('requests', requests), { redis, keyPrefix }),
+    }
+  }
+  return {
+    sends: createMemoryRateLimiter(policy('sends', sends)),
+    requests: createMemoryRateLimiter(policy('requests', requests)),
+  }
+}
+
+const sendBody = (user: string) => ({ user_id: user, messages: [textMessage('hello')] })
+
+async function expectRateLimited(response: Response) {
+  expect(response.status).toBe(429)
+  const retryAfter = Number(response.headers.get('retry-after'))
+  expect(Number.isInteger(retryAfter)).toBe(true)
+  expect(retryAfter).toBeGreaterThanOrEqual(1)
+  expect(retryAfter).toBeLessThanOrEqual(60)
+  const body = (await response.json()) as { detail: string; code: string }
+  expect(body.code).toBe('rate_limited')
+  expect(body.detail.length).toBeGreaterThan(10)
+}
+
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    test('sends past the limit get 429 rate_limited with Retry-After; other users are unaffected', async () => {
+      const t = await conversationApp({ backend, rateLimits: await limitsFor(backend, 2, 100) })
+      const user = newUser()
+      for (let i = 0; i < 2; i++) {
+        const response = await post(t.app, '/backend-api/f/conversation', sendBody(user))
+        expect(response.status).toBe(200)
+        await response.text()
+      }
+      await expectRateLimited(await post(t.app, '/backend-api/f/conversation', sendBody(user)))
+      // The refused send stored nothing: the user still has two conversations.
+      const list = await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
+      expect(((await list.json()) as { total: number }).total).toBe(2)
+      const other = await post(t.app, '/backend-api/f/conversation', sendBody(newUser()))
+      expect(other.status).toBe(200)
+      await other.text()
+    })
+
+    test('100 parallel sends of one user: only the limit gets through', async () => {
+      const t = await conversationApp({ backend, rateLimits: await limitsFor(backend, 5, 1_000) })
+      const user = newUser()
+      const responses = await Promise.all(
+        Array.from({ length: 100 }, () =>
+          post(t.app, '/backend-api/f/conversation', sendBody(user)),
+        ),
+      )
+      await Promise.all(responses.map((response) => response.text()))
+      const statuses = responses.map((response) => response.status)
+      expect(statuses.filter((status) => status === 200)).toHaveLength(5)
+      expect(statuses.filter((status) => status === 429)).toHaveLength(95)
+      await t.conversations.whenIdle()
+    })
+
+    test('every request of a user counts against the looser limit; reads too', async () => {
+      const t = await conversationApp({ backend, rateLimits: await limitsFor(backend, 100, 3) })
+      const user = newUser()
+      for (let i = 0; i < 3; i++)
+        expect((await get(t.app, '/backend-api/conversations', { 'x-user-id': user })).status).toBe(
+          200,
+        )
+      await expectRateLimited(await get(t.app, `/backend-api/conversations?user_id=${user}`))
+      expect(
+        (await get(t.app, '/backend-api/conversations', { 'x-user-id': newUser() })).status,
+      ).toBe(200)
+    })
+
+    test('refused input counts nothing; probes and anonymous requests are not limited', async () => {
+      const t = await conversationApp({ backend, rateLimits: await limitsFor(backend, 1, 100) })
+      const user = newUser()
+      for (let i = 0; i < 5; i++) {
+        const invalid = await post(t.app, '/backend-api/f/conversation', { user_id: user })
+        expect(invalid.status).toBe(422)
+      }
+      const hostile = await post(t.app, '/backend-api/f/conversation', {
+        user_id: 'u'.repeat(10_000),
+        messages: [textMessage('x')],
+      })
+      expect(hostile.status).toBe(422)
+      const sent = await post(t.app, '/backend-api/f/conversation', sendBody(user))
+      expect(sent.status).toBe(200)
+      await sent.text()
+      for (let i = 0; i < 5; i++) {
+        expect((await get(t.app, '/health')).status).toBe(200)
+        expect((await get(t.app, '/ready')).status).toBe(200)
+      }
+    })
+
+    test('with JWT auth the verified user is counted, whatever user_id the body claims', async () => {
+      const secret = 'rate-limit-jwt-secret'
+      const t = await conversationApp({
+        backend,
+        env: { AUTH_JWT_SECRET: secret },
+        rateLimits: await limitsFor(backend, 1, 100),
+      })
+      const user = newUser()
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(user)
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(secret))
+      const auth = { authorization: `Bearer ${token}` }
+      const first = await post(
+        t.app,
+        '/backend-api/f/conversation',
+        { messages: [textMessage('a')] },
+        auth,
+      )
+      expect(first.status).toBe(200)
+      await first.text()
+      await expectRateLimited(
+        await post(t.app, '/backend-api/f/conversation', { messages: [textMessage('b')] }, auth),
+      )
+      // A forged identity without a valid token is not counted, and still refused as 401.
+      const forged = await post(t.app, '/backend-api/f/conversation', sendBody(user), {
+        authorization: 'Bearer forged',
+      })
+      expect(forged.status).toBe(401)
+    })
+  })
+
+describe('the capacity 429', () => {
+  /** A model that answers only once released, so turns stay running. */
+  function heldModel() {
+    let release = () => {}
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const model: ModelProvider = {
+      slug: 'held',
+      async *stream() {
+        await released
+        yield 'done'
+      },
+    }
+    return { model, release }
+  }
+
+  test('past MAX_RUNNING_CONVERSATIONS a send gets 429 with Retry-After', async () => {
+    const [backend] = appBackends()
+    if (!backend) throw new Error('no backend')
+    const held = heldModel()
+    const t = await conversationApp({
+      backend,
+      model: held.model,
+      env: { MAX_RUNNING_CONVERSATIONS: '1' },
+    })
+    const running = await post(t.app, '/backend-api/f/conversation', sendBody(newUser()))
+    expect(running.status).toBe(200)
+    const stream = reading(running)
+    const busy = await post(t.app, '/backend-api/f/conversation', sendBody(newUser()))
+    expect(busy.status).toBe(429)
+    expect(Number(busy.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect(((await busy.json()) as { code: string }).code).toBe('too_many_requests')
+    held.release()
+    await stream.until((text) => text.includes('[DONE]'))
+    await t.conversations.whenIdle()
+  })
+})
