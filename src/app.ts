@@ -1,7 +1,7 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
 // mounts the conversation API and the document store; an example variant
 // serves only its own routes. Every variant gets the error mapping, the body
-// limit and the offline API docs.
+// limit, the input guard and the offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
 import { docstorePlugin } from '../plugins/docstore/index.ts'
@@ -12,6 +12,7 @@ import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
 import { errorHandler } from './error-handler.ts'
+import { inputGuard } from './input-guard.ts'
 import type { Cache } from './storage/cache.ts'
 import type { Db } from './storage/db.ts'
 
@@ -39,6 +40,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ normalize: false })
     .use(errorHandler)
     .use(bodyLimit)
+    .use(inputGuard)
     .use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
