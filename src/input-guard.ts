@@ -2,7 +2,8 @@
 // a NUL character (Postgres text and jsonb cannot hold U+0000) or an unpaired
 // UTF-16 surrogate (not Unicode: the driver would store U+FFFD, so `a\ud800b`
 // and `a\udc00b` became one user) anywhere in the parsed JSON body - values and
-// keys - in query parameters or path parameters, and JSON nested absurdly deep
+// keys - in query parameters (or a query that is not valid percent-encoded
+// UTF-8) or path parameters, and JSON nested absurdly deep
 // (code that recurses over it would overflow the stack). Each is a 422 naming
 // the field, before any schema validation or handler runs, so nothing is stored
 // and nothing is silently rewritten (CONTRACT §3).
@@ -93,13 +94,35 @@ function check(value: unknown, where: Where) {
 }
 
 /**
+ * Elysia keeps a query value it cannot percent-decode (`%FF`, `%ED%A0%80`,
+ * `%zz`) as the raw text, which would then be taken for a different value
+ * than the one the client meant: refuse it, naming the parameter.
+ */
+export function checkQueryEncoding(url: string): void {
+  const start = url.indexOf('?')
+  if (start === -1) return
+  for (const pair of url.slice(start + 1).split('&')) {
+    if (!pair.includes('%')) continue
+    const [name = '', value = ''] = pair.split('=', 2)
+    for (const part of [name, value])
+      try {
+        decodeURIComponent(part)
+      } catch {
+        const shown = name.length <= 40 && !name.includes('%') ? `"${name}"` : 'of the URL'
+        throw validationFailed(`The query parameter ${shown} is not valid percent-encoded UTF-8.`)
+      }
+  }
+}
+
+/**
  * The hook: runs after the body is parsed and before validation, on every
  * route of every plugin.
  */
 export const inputGuard = new Elysia({ name: 'input-guard' }).onTransform(
   { as: 'global' },
-  ({ body, query, params }) => {
+  ({ body, query, params, request }) => {
     if (params) check(params, 'path parameter')
+    checkQueryEncoding(request.url)
     if (query) check(query, 'query parameter')
     if (body !== undefined && body !== null) check(body, 'body')
   },

@@ -184,6 +184,14 @@ for (const backend of appBackends())
       )
     })
 
+    test('a query value that is not percent-encoded UTF-8 is refused, not taken literally', async () => {
+      for (const raw of ['%FF', '%ED%A0%80', '%zz'])
+        await expect422(
+          () => get(t.app, `/backend-api/conversations?user_id=a${raw}b`),
+          /query parameter "user_id" is not valid percent-encoded UTF-8/,
+        )
+    })
+
     test('resume and stop bodies are guarded too', async () => {
       await expect422(
         () =>
