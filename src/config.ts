@@ -54,6 +54,10 @@ export interface Config {
   shutdownGraceMs: number
   /** Silence after which a stream gets a `: ping` comment. */
   sseKeepaliveMs: number
+  /** Longest one cache command may take before the cache is treated as down (and bypassed). */
+  cacheTimeoutMs: number
+  /** Longest a database connect or statement may take before the request is a 503. */
+  databaseTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -158,6 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
     resumeRetentionMs: integer(env, 'RESUME_RETENTION_MS', 900_000, 600_000, 86_400_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 300_000),
     sseKeepaliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 300_000),
+    cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 500, 10, 60_000),
+    databaseTimeoutMs: integer(env, 'DATABASE_TIMEOUT_MS', 2_000, 100, 600_000),
   }
 }
 

@@ -16,6 +16,7 @@ import { migrate } from './storage/migrate.ts'
 import { createPgliteDb } from './storage/pglite.ts'
 import { createPostgresDb } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { createResilientCache } from './storage/resilient-cache.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -34,10 +35,25 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   return createPgliteDb(dir)
 }
 
+/** How often a cache found down is asked whether it answers again. */
+const CACHE_PROBE_INTERVAL_MS = 200
+
+/**
+ * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
+ * emptied before reuse after an outage), or the in-process cache, which
+ * cannot fail.
+ */
 export function openCache(config: Config): Cache {
-  return config.redisUrl?.startsWith('redis')
-    ? createRedisCache(config.redisUrl)
-    : createMemoryCache()
+  if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
+  return createResilientCache(createRedisCache(config.redisUrl), {
+    timeoutMs: config.cacheTimeoutMs,
+    probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
+  })
+}
+
+/** The counter variant's store: state, not a copy, so never the resilient cache (it flushes). */
+function openCounterStore(config: Config): Cache {
+  return config.redisStateUrl ? createRedisCache(config.redisStateUrl) : createMemoryCache()
 }
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
@@ -84,7 +100,7 @@ export async function openDependencies(config: Config): Promise<Dependencies> {
     }
     if (config.variant === 'counter') {
       // The count is state, not a copy: it lives in the state database.
-      const counters = openCache({ ...config, redisUrl: config.redisStateUrl })
+      const counters = openCounterStore(config)
       onClose(() => counters.close())
       return { config, counters, close }
     }

@@ -1,8 +1,8 @@
 // The document store's use cases (spec §4 rules 1-3) over the Db and Cache
 // ports. The database is the truth and enforces uniqueness; the cache only
-// saves work, so a cache failure degrades to the database instead of failing.
+// saves work, and a cache that is down answers as a miss (resilient-cache.ts),
+// so the database answers instead.
 
-import { safeErrorMessage, withTimeout } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import {
@@ -38,29 +38,6 @@ export interface DocumentStoreDeps {
 const CREATED = 'Document created.'
 const ALREADY_EXISTS = 'A document with this content already exists.'
 
-/**
- * Longest a request waits for one cache operation. A Redis that is down answers
- * slower with every reconnect attempt; the database can answer instead.
- */
-export const CACHE_TIMEOUT_MS = 500
-
-/** Runs a cache operation; when the cache is down or slow, logs it and carries on with fallback. */
-async function bestEffort<T>(operation: string, run: () => Promise<T>, fallback: T): Promise<T> {
-  try {
-    return await withTimeout(run, CACHE_TIMEOUT_MS)
-  } catch (error) {
-    console.warn(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'cache unavailable',
-        operation,
-        error: safeErrorMessage(error),
-      }),
-    )
-    return fallback
-  }
-}
-
 /** The stored JSON text as an object; anything else (NULL, foreign rows) reads as `{}`. */
 export function parseMetadata(text: string | null): Metadata {
   if (text === null) return {}
@@ -81,7 +58,7 @@ export async function createDocument(
 ): Promise<CreateDocumentResult> {
   const hash = contentSha256(body.content)
   const key = documentKey(hash)
-  const known = await bestEffort('get', () => cache.get(key), null)
+  const known = await cache.get(key)
   if (known !== null) return { message: ALREADY_EXISTS, cached: true }
 
   const metadata = JSON.stringify(body.metadata ?? {})
@@ -91,19 +68,15 @@ export async function createDocument(
     const id = await insertDocument(db, { content: body.content, metadata, contentSha256: hash })
     if (id !== undefined) {
       await Promise.all([
-        bestEffort('set', () => cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS), undefined),
-        bestEffort('del', () => cache.del(DOCUMENT_LIST_KEY), 0),
+        cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS),
+        cache.del(DOCUMENT_LIST_KEY),
       ])
       return { id, message: CREATED }
     }
     const existing = await findDocumentIdByHash(db, hash)
     if (existing !== undefined) {
       // Remember it again, so the next duplicate is refused without a query.
-      await bestEffort(
-        'set',
-        () => cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS),
-        undefined,
-      )
+      await cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS)
       return { message: ALREADY_EXISTS, id: existing, cached: false }
     }
   }
@@ -122,7 +95,7 @@ function cachedList(raw: string | null): StoredDocument[] | undefined {
 
 /** GET /documents: cache-aside under documents:list for 60 s. */
 export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<DocumentList> {
-  const hit = cachedList(await bestEffort('get', () => cache.get(DOCUMENT_LIST_KEY), null))
+  const hit = cachedList(await cache.get(DOCUMENT_LIST_KEY))
   if (hit) return { documents: hit, cached: true }
   const rows = await listNewestDocuments(db, DOCUMENT_LIST_LIMIT)
   const documents = rows.map((row) => ({
@@ -130,11 +103,7 @@ export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<D
     content: row.content,
     metadata: parseMetadata(row.metadata),
   }))
-  await bestEffort(
-    'set',
-    () => cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS),
-    undefined,
-  )
+  await cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS)
   return { documents, cached: false }
 }
 

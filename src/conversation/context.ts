@@ -2,7 +2,8 @@
 // turn's reply, kept as JSON in the cache list `chat:{id}:context` and rebuilt
 // from the database whenever the cache lost it. Only the runner holding the
 // conversation's lease touches the list, one turn at a time, so it grows in
-// the conversation's order. The cache failing never fails a turn.
+// the conversation's order. A cache that is down answers as a miss
+// (resilient-cache.ts): the context then comes from the database.
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { CONTEXT_LENGTH, CONTEXT_TTL_SECONDS, contextKey } from './cache-keys.ts'
@@ -50,20 +51,13 @@ export async function contextForTurn(
   inputs: readonly StoredMessage[],
 ): Promise<StoredMessage[]> {
   const key = contextKey(conversationId)
-  try {
-    const cached = (await deps.cache.listAll(key)).map(decode)
-    if (cached.length > 0 && cached.every((message) => message !== undefined)) {
-      await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-      return [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH)
-    }
-  } catch (error) {
-    deps.warn('context cache unavailable; reading context from the database', error)
-    return recentMessages(deps.db, conversationId, CONTEXT_LENGTH, beforeSeq)
+  const cached = (await deps.cache.listAll(key)).map(decode)
+  if (cached.length > 0 && cached.every((message) => message !== undefined)) {
+    await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
+    return [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH)
   }
   const rebuilt = await recentMessages(deps.db, conversationId, CONTEXT_LENGTH, beforeSeq)
-  await deps.cache
-    .listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
-    .catch((error) => deps.warn('could not rebuild the context list', error))
+  await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
   return rebuilt
 }
 
@@ -77,18 +71,11 @@ export async function recordReply(
   reply: StoredMessage,
 ): Promise<void> {
   const key = contextKey(conversationId)
-  try {
-    if ((await deps.cache.listAll(key)).length === 0) return
-    await deps.cache.listPush(key, [encode(reply)], CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-  } catch (error) {
-    deps.warn('could not update the context list; dropping it', error)
-    await deps.cache.del(key).catch(() => {})
-  }
+  if ((await deps.cache.listAll(key)).length === 0) return
+  await deps.cache.listPush(key, [encode(reply)], CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
 }
 
 /** Drops the list (a turn finished by someone other than its runner); the next turn rebuilds it. */
 export async function forgetContext(deps: ContextDeps, conversationId: string): Promise<void> {
-  await deps.cache
-    .del(contextKey(conversationId))
-    .catch((error) => deps.warn('could not drop the context list', error))
+  await deps.cache.del(contextKey(conversationId))
 }
