@@ -27,7 +27,8 @@ export interface Dependencies extends AppDeps {
 
 /** The database of DATABASE_URL: real Postgres, in-memory PGlite, or PGlite in DATA_DIR (locked). */
 export async function openDb(config: Config, onClose: (fn: () => Promise<void> | void) => void) {
-  if (config.databaseUrl?.startsWith('postgres')) return createPostgresDb(config.databaseUrl)
+  if (config.databaseUrl?.startsWith('postgres'))
+    return createPostgresDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs })
   if (config.databaseUrl?.startsWith('memory:')) return createPgliteDb()
   const dir = resolve(config.dataDir)
   const release = lockDataDir(dir)

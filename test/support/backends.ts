@@ -33,7 +33,8 @@ export async function openPostgresSchema(url: string): Promise<Db> {
   const schema = uniqueName('test')
   const admin = createPostgresDb(url, { max: 1 })
   await admin.exec(`CREATE SCHEMA ${schema}`)
-  const db = createPostgresDb(url, { schema })
+  // A deadline well above the service's 2 s: the shared test machine can be very busy.
+  const db = createPostgresDb(url, { schema, timeoutMs: 15_000 })
   cleanups.push(async () => {
     await db.close()
     await admin.exec(`DROP SCHEMA ${schema} CASCADE`)
