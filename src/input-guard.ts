@@ -75,14 +75,20 @@ const WHAT: Record<TextProblem, string> = {
   depth: `arrays or objects nested more than ${MAX_JSON_DEPTH} levels deep`,
 }
 
+/** Longest field path quoted in an error (keys are the client's and may be huge). */
+const MAX_SHOWN_PATH = 120
+
+const shown = (path: string) =>
+  path.length <= MAX_SHOWN_PATH ? path : `${path.slice(0, MAX_SHOWN_PATH - 1)}…`
+
 /** The 422 sentence for a problem found in a body, a query parameter or a path parameter. */
 export function describeUnstorable(found: UnstorableText, where: Where): string {
   const subject =
     found.path === ''
       ? 'The request body'
       : where === 'body'
-        ? `The field "${found.path}"`
-        : `The ${where} "${found.path}"`
+        ? `The field "${shown(found.path)}"`
+        : `The ${where} "${shown(found.path)}"`
   return `${subject} ${found.inKey ? 'has a key that contains' : 'contains'} ${WHAT[found.problem]}.`
 }
 
@@ -103,14 +109,14 @@ export function checkQueryEncoding(url: string): void {
   if (start === -1) return
   for (const pair of url.slice(start + 1).split('&')) {
     if (!pair.includes('%')) continue
-    const [name = '', value = ''] = pair.split('=', 2)
-    for (const part of [name, value])
-      try {
-        decodeURIComponent(part)
-      } catch {
-        const shown = name.length <= 40 && !name.includes('%') ? `"${name}"` : 'of the URL'
-        throw validationFailed(`The query parameter ${shown} is not valid percent-encoded UTF-8.`)
-      }
+    const equals = pair.indexOf('=')
+    const name = equals === -1 ? pair : pair.slice(0, equals)
+    try {
+      decodeURIComponent(pair)
+    } catch {
+      const named = name.length <= 40 && !name.includes('%') ? `"${name}"` : 'of the URL'
+      throw validationFailed(`The query parameter ${named} is not valid percent-encoded UTF-8.`)
+    }
   }
 }
 

@@ -3,7 +3,12 @@
 // route, nothing stored, nothing rewritten (CONTRACT §3). The walker itself is
 // checked first, then each route over every app backend.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { findUnstorableText, MAX_JSON_DEPTH, textProblem } from '../src/input-guard.ts'
+import {
+  describeUnstorable,
+  findUnstorableText,
+  MAX_JSON_DEPTH,
+  textProblem,
+} from '../src/input-guard.ts'
 import { call, docstoreApp } from './docstore/harness.ts'
 import { appBackends } from './support/backends.ts'
 import {
@@ -40,6 +45,15 @@ describe('findUnstorableText', () => {
       inKey: false,
     })
     expect(findUnstorableText(`x${NUL}`)).toEqual({ path: '', problem: 'nul', inKey: false })
+  })
+
+  test('a huge key is not echoed whole in the error', () => {
+    const key = 'k'.repeat(100_000)
+    const found = findUnstorableText({ [key]: NUL })
+    expect(found?.path).toBe(key)
+    const detail = describeUnstorable(found as NonNullable<typeof found>, 'body')
+    expect(detail.length).toBeLessThan(300)
+    expect(detail).toContain('NUL')
   })
 
   test('finds bad text in keys, naming the object that holds the key', () => {
