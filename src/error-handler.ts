@@ -3,6 +3,7 @@
 // unexpected is logged and answered with an opaque 500.
 import { Elysia, type ValidationError } from 'elysia'
 import { AppError, errorResponse, toErrorResponse, unavailable } from './errors.ts'
+import { isStateUnavailable } from './state/state-unavailable.ts'
 import { isDatabaseUnavailable } from './storage/db.ts'
 
 /** `/messages/0/role` → `messages[0].role`, the way a client developer writes it. */
@@ -48,6 +49,10 @@ export const errorHandler = new Elysia({ name: 'error-handler' }).onError(
       default:
         if (isDatabaseUnavailable(error))
           return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
+        if (isStateUnavailable(error))
+          return toErrorResponse(
+            unavailable('The turn state store is unavailable; try again shortly.'),
+          )
         console.error(
           JSON.stringify({
             level: 'error',
