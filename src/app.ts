@@ -1,8 +1,8 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
 // mounts the conversation API, the document store and the playground; an
 // example variant serves only its own routes. Every variant gets the request
-// log and id, the error mapping, the body limit, /ready, /metrics and the
-// offline API docs.
+// log and id, the error mapping, the body limit, the input guard, /ready,
+// /metrics and the offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
 import { docstorePlugin } from '../plugins/docstore/index.ts'
@@ -14,6 +14,7 @@ import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
 import { errorHandlerWith } from './error-handler.ts'
+import { inputGuard } from './input-guard.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
 import { requestLog } from './observability/request-log.ts'
@@ -60,6 +61,7 @@ export function createApp(deps: AppDeps) {
     .use(errorHandlerWith(log))
     .use(bodyLimit)
     .use(opsRoutes({ readiness, metrics, adminToken: config.adminToken }))
+    .use(inputGuard)
     .use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')

@@ -44,7 +44,11 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
     const match = /^Bearer\s+(\S+)$/i.exec(header)
     if (!match?.[1]) throw unauthorized('An Authorization: Bearer token is required.')
     try {
-      const { payload } = await jwtVerify(match[1], key, { algorithms: ['HS256'] })
+      const { payload } = await jwtVerify(match[1], key, {
+        algorithms: ['HS256'],
+        // A token without an expiry would be valid forever once leaked.
+        requiredClaims: ['exp'],
+      })
       const sub = checkUserId(typeof payload.sub === 'string' ? payload.sub : undefined)
       if (sub !== undefined) return sub
     } catch {

@@ -1,10 +1,13 @@
 // Reads request bodies with a size limit (CONTRACT §8: over 1 MB → 413) and
 // parses JSON itself, so oversized or chunked bodies are refused before they
-// are buffered whole and a malformed body gets the §3 error.
+// are buffered whole and a malformed body (bad JSON, bytes that are not UTF-8)
+// gets the §3 error. What the parsed text may contain is input-guard.ts's job.
 import { Elysia } from 'elysia'
-import { AppError, payloadTooLarge } from './errors.ts'
+import { AppError, payloadTooLarge, validationFailed } from './errors.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 const tooLarge = () => payloadTooLarge('The request body is larger than 1 MB.')
 
@@ -29,7 +32,12 @@ export async function readLimitedText(
     }
     chunks.push(value)
   }
-  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
+  try {
+    return UTF8.decode(Buffer.concat(chunks))
+  } catch {
+    // Decoding leniently would store U+FFFD in place of what was sent.
+    throw validationFailed('The request body is not valid UTF-8.')
+  }
 }
 
 export const bodyLimit = new Elysia({ name: 'body-limit' }).onParse(

@@ -133,6 +133,8 @@ const variables = {
   RATE_LIMIT_SENDS: integer(30, 0, 1_000_000),
   RATE_LIMIT_REQUESTS: integer(600, 0, 10_000_000),
   RATE_LIMIT_WINDOW_SECONDS: integer(60, 1, 86_400),
+  CACHE_TIMEOUT_MS: integer(500, 10, 60_000),
+  DATABASE_TIMEOUT_MS: integer(2_000, 100, 600_000),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

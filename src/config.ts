@@ -73,6 +73,10 @@ export interface Config {
   sseKeepaliveMs: number
   logLevel: LogLevel
   rateLimit: RateLimitConfig
+  /** Longest one cache command may take before the cache is treated as down (and bypassed). */
+  cacheTimeoutMs: number
+  /** Longest a database connect or statement may take before the request is a 503. */
+  databaseTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -168,6 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
       requests: e.RATE_LIMIT_REQUESTS,
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
     },
+    cacheTimeoutMs: e.CACHE_TIMEOUT_MS,
+    databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
   }
 }
 

@@ -10,6 +10,7 @@ import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
 import { createConversationService } from './conversation/service.ts'
+import { safeErrorMessage } from './dependency-probe.ts'
 import { conversationObserver } from './observability/conversation-observer.ts'
 import { instrumentedCache } from './observability/instrumented-cache.ts'
 import { instrumentedDb } from './observability/instrumented-db.ts'
@@ -29,6 +30,7 @@ import { migrate } from './storage/migrate.ts'
 import { createPgliteDb } from './storage/pglite.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { createResilientCache } from './storage/resilient-cache.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -40,7 +42,8 @@ export interface Dependencies extends AppDeps {
 
 /** The database of DATABASE_URL: real Postgres, in-memory PGlite, or PGlite in DATA_DIR (locked). */
 export async function openDb(config: Config, onClose: (fn: () => Promise<void> | void) => void) {
-  if (config.databaseUrl?.startsWith('postgres')) return createPostgresDb(config.databaseUrl)
+  if (config.databaseUrl?.startsWith('postgres'))
+    return createPostgresDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs })
   if (config.databaseUrl?.startsWith('memory:')) return createPgliteDb()
   const dir = resolve(config.dataDir)
   const release = lockDataDir(dir)
@@ -48,10 +51,29 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   return createPgliteDb(dir)
 }
 
-export function openCache(config: Config): Cache {
-  return config.redisUrl?.startsWith('redis')
-    ? createRedisCache(config.redisUrl)
-    : createMemoryCache()
+/** How often a cache found down is asked whether it answers again. */
+const CACHE_PROBE_INTERVAL_MS = 200
+
+/**
+ * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
+ * emptied before reuse after an outage), or the in-process cache, which
+ * cannot fail.
+ */
+export function openCache(config: Config, log?: Logger): Cache {
+  if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
+  return createResilientCache(createRedisCache(config.redisUrl), {
+    timeoutMs: config.cacheTimeoutMs,
+    probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
+    onStateChange: (state, cause) =>
+      state === 'open'
+        ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
+        : log?.info('cache answers again; emptied it and using it again'),
+  })
+}
+
+/** The counter variant's store: state, not a copy, so never the resilient cache (it flushes). */
+function openCounterStore(config: Config): Cache {
+  return config.redisStateUrl ? createRedisCache(config.redisStateUrl) : createMemoryCache()
 }
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
@@ -147,13 +169,13 @@ export async function openDependencies(
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }
     if (NEEDS_CACHE.has(config.variant)) {
-      const opened = openCache(config)
+      const opened = openCache(config, log)
       onClose(() => opened.close())
       cache = instrumentedCache(opened, metrics)
     }
     if (config.variant === 'counter') {
       // The count is state, not a copy: it lives in the state database.
-      const counters = openCache({ ...config, redisUrl: config.redisStateUrl })
+      const counters = openCounterStore(config)
       onClose(() => counters.close())
       const readiness = createReadiness(storeChecks({ state: counters }))
       return { config, counters, readiness, ...observed }

@@ -1,9 +1,10 @@
-// Checks one dependency (database, cache) for a health endpoint or a best-effort
-// call: never hangs longer than a timeout, and reduces a failure to a short
-// message that is safe to show (connection strings and passwords are cut out).
+// Checks one dependency (database, cache) for a health endpoint: never hangs
+// longer than a timeout, and reduces any failure to the word `unreachable`, so
+// no internal host, port or driver text is published. safeErrorMessage is for
+// logs: the error's message with connection strings and passwords cut out.
 // Shared by the document store and the example variants.
 
-export type ProbeResult = { ok: true } | { ok: false; message: string }
+export type ProbeResult = { ok: true } | { ok: false; message: 'unreachable' }
 
 /** Longest a health check waits for one dependency. */
 export const PROBE_TIMEOUT_MS = 2_000
@@ -49,7 +50,7 @@ export async function probe(
   try {
     await withTimeout(check, timeoutMs)
     return { ok: true }
-  } catch (error) {
-    return { ok: false, message: safeErrorMessage(error) }
+  } catch {
+    return { ok: false, message: 'unreachable' }
   }
 }

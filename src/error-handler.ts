@@ -6,6 +6,7 @@ import { Elysia, type ValidationError } from 'elysia'
 import { safeErrorMessage } from './dependency-probe.ts'
 import { AppError, errorResponse, toErrorResponse, unavailable } from './errors.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
+import { isStateUnavailable } from './state/state-unavailable.ts'
 import { isDatabaseUnavailable } from './storage/db.ts'
 
 /** `/messages/0/role` → `messages[0].role`, the way a client developer writes it. */
@@ -76,6 +77,10 @@ function errorResponseOf(code: ErrorCode, error: unknown, path: string, log: Log
     default:
       if (isDatabaseUnavailable(error))
         return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
+      if (isStateUnavailable(error))
+        return toErrorResponse(
+          unavailable('The turn state store is unavailable; try again shortly.'),
+        )
       log.error({ path, code, error: safeErrorMessage(error) }, 'unhandled error')
       return toErrorResponse(error)
   }

@@ -44,6 +44,9 @@ describe('loadConfig defaults (CONTRACT §1)', () => {
     expect(config.shutdownGraceMs).toBe(30_000)
     // Resumable for at least 10 minutes after a turn ends (§4.4).
     expect(config.resumeRetentionMs).toBeGreaterThanOrEqual(600_000)
+    // A store that does not answer costs a request at most this much (issue 11).
+    expect(config.cacheTimeoutMs).toBe(500)
+    expect(config.databaseTimeoutMs).toBe(2_000)
   })
 
   test('an empty string counts as unset', () => {
@@ -155,6 +158,17 @@ describe('loadConfig rejects invalid values, naming the variable', () => {
     expect(message).toContain('MODEL_PROVIDER')
     expect(message).toContain('local')
     expect(message).toContain('openai')
+  })
+
+  test('CACHE_TIMEOUT_MS and DATABASE_TIMEOUT_MS are taken as given, and checked', () => {
+    expect(loadConfig({ CACHE_TIMEOUT_MS: '250', DATABASE_TIMEOUT_MS: '5000' })).toMatchObject({
+      cacheTimeoutMs: 250,
+      databaseTimeoutMs: 5_000,
+    })
+    expect(configError({ CACHE_TIMEOUT_MS: 'soon' }).message).toContain('CACHE_TIMEOUT_MS')
+    expect(configError({ CACHE_TIMEOUT_MS: '0' }).message).toContain('CACHE_TIMEOUT_MS')
+    expect(configError({ DATABASE_TIMEOUT_MS: '1.5' }).message).toContain('DATABASE_TIMEOUT_MS')
+    expect(configError({ DATABASE_TIMEOUT_MS: '10' }).message).toContain('DATABASE_TIMEOUT_MS')
   })
 
   test('LOCAL_MODEL_CHUNK_DELAY_MS and OPENAI_BASE_URL are checked too', () => {

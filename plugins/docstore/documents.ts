@@ -1,8 +1,8 @@
 // The document store's use cases (spec §4 rules 1-3) over the Db and Cache
 // ports. The database is the truth and enforces uniqueness; the cache only
-// saves work, so a cache failure degrades to the database instead of failing.
+// saves work, and a cache that is down answers as a miss (resilient-cache.ts),
+// so the database answers instead.
 
-import { withTimeout } from '../../src/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import {
@@ -33,33 +33,10 @@ import type {
 export interface DocumentStoreDeps {
   db: Db
   cache: Cache
-  /** Told when the cache fails and the database answers instead. */
-  warn?: (message: string, error: unknown) => void
 }
 
 const CREATED = 'Document created.'
 const ALREADY_EXISTS = 'A document with this content already exists.'
-
-/**
- * Longest a request waits for one cache operation. A Redis that is down answers
- * slower with every reconnect attempt; the database can answer instead.
- */
-export const CACHE_TIMEOUT_MS = 500
-
-/** Runs a cache operation; when the cache is down or slow, reports it and carries on with fallback. */
-async function bestEffort<T>(
-  deps: DocumentStoreDeps,
-  operation: string,
-  run: () => Promise<T>,
-  fallback: T,
-): Promise<T> {
-  try {
-    return await withTimeout(run, CACHE_TIMEOUT_MS)
-  } catch (error) {
-    deps.warn?.(`cache unavailable (${operation})`, error)
-    return fallback
-  }
-}
 
 /** The stored JSON text as an object; anything else (NULL, foreign rows) reads as `{}`. */
 export function parseMetadata(text: string | null): Metadata {
@@ -76,13 +53,12 @@ export function parseMetadata(text: string | null): Metadata {
 
 /** POST /documents: dedupe by the doc:<sha256> key, then by the database's unique index. */
 export async function createDocument(
-  deps: DocumentStoreDeps,
+  { db, cache }: DocumentStoreDeps,
   body: DocumentBody,
 ): Promise<CreateDocumentResult> {
-  const { db, cache } = deps
   const hash = contentSha256(body.content)
   const key = documentKey(hash)
-  const known = await bestEffort(deps, 'get', () => cache.get(key), null)
+  const known = await cache.get(key)
   if (known !== null) return { message: ALREADY_EXISTS, cached: true }
 
   const metadata = JSON.stringify(body.metadata ?? {})
@@ -92,25 +68,15 @@ export async function createDocument(
     const id = await insertDocument(db, { content: body.content, metadata, contentSha256: hash })
     if (id !== undefined) {
       await Promise.all([
-        bestEffort(
-          deps,
-          'set',
-          () => cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS),
-          undefined,
-        ),
-        bestEffort(deps, 'del', () => cache.del(DOCUMENT_LIST_KEY), 0),
+        cache.set(key, String(id), DOCUMENT_KEY_TTL_SECONDS),
+        cache.del(DOCUMENT_LIST_KEY),
       ])
       return { id, message: CREATED }
     }
     const existing = await findDocumentIdByHash(db, hash)
     if (existing !== undefined) {
       // Remember it again, so the next duplicate is refused without a query.
-      await bestEffort(
-        deps,
-        'set',
-        () => cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS),
-        undefined,
-      )
+      await cache.set(key, String(existing), DOCUMENT_KEY_TTL_SECONDS)
       return { message: ALREADY_EXISTS, id: existing, cached: false }
     }
   }
@@ -128,9 +94,8 @@ function cachedList(raw: string | null): StoredDocument[] | undefined {
 }
 
 /** GET /documents: cache-aside under documents:list for 60 s. */
-export async function listDocuments(deps: DocumentStoreDeps): Promise<DocumentList> {
-  const { db, cache } = deps
-  const hit = cachedList(await bestEffort(deps, 'get', () => cache.get(DOCUMENT_LIST_KEY), null))
+export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<DocumentList> {
+  const hit = cachedList(await cache.get(DOCUMENT_LIST_KEY))
   if (hit) return { documents: hit, cached: true }
   const rows = await listNewestDocuments(db, DOCUMENT_LIST_LIMIT)
   const documents = rows.map((row) => ({
@@ -138,12 +103,7 @@ export async function listDocuments(deps: DocumentStoreDeps): Promise<DocumentLi
     content: row.content,
     metadata: parseMetadata(row.metadata),
   }))
-  await bestEffort(
-    deps,
-    'set',
-    () => cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS),
-    undefined,
-  )
+  await cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS)
   return { documents, cached: false }
 }
 

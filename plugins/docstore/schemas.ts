@@ -60,7 +60,8 @@ export const ServiceInfo = t.Object({
 export const Health = t.Object({
   api: t.Literal('healthy'),
   postgres: t.String({
-    description: '`connected`, or `error: <message>` when the database does not answer (then 503).',
+    description:
+      '`connected`, or `error: unreachable` when the database does not answer (then 503).',
     examples: ['connected'],
   }),
   redis: t.Union([t.Literal('connected'), t.Literal('disconnected')]),

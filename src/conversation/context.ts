@@ -3,8 +3,9 @@
 // reply answers. Kept as JSON in the cache list `chat:{id}:context`, which
 // always holds the tail of one branch, and rebuilt from the database whenever
 // the cache lost it or a turn answers another branch. Only the runner holding
-// the conversation's lease touches the list, one turn at a time. The cache
-// failing never fails a turn.
+// the conversation's lease touches the list, one turn at a time. A cache that
+// is down answers as a miss (resilient-cache.ts): the context then comes from
+// the database.
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { CONTEXT_LENGTH, CONTEXT_TTL_SECONDS, contextKey } from './cache-keys.ts'
@@ -64,25 +65,17 @@ export async function contextForTurn(
 ): Promise<TurnContext> {
   const key = contextKey(conversationId)
   const follows = inputs.length > 0 ? inputs[0]?.parentId : answered
-  try {
-    const cached = (await deps.cache.listAll(key)).map(decode)
-    const isThisBranch =
-      follows !== null &&
-      follows !== undefined &&
-      cached.at(-1)?.id === follows &&
-      cached.every((message) => message !== undefined)
-    if (isThisBranch) {
-      await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-      return {
-        messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
-        inStep: true,
-      }
-    }
-  } catch (error) {
-    deps.warn('context cache unavailable; reading context from the database', error)
+  const cached = (await deps.cache.listAll(key)).map(decode)
+  const isThisBranch =
+    follows !== null &&
+    follows !== undefined &&
+    cached.at(-1)?.id === follows &&
+    cached.every((message) => message !== undefined)
+  if (isThisBranch) {
+    await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
     return {
-      messages: await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH),
-      inStep: false,
+      messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
+      inStep: true,
     }
   }
   // A turn starting a new tree (first turn, or a send to client-created-root) needs no query.
@@ -90,14 +83,8 @@ export async function contextForTurn(
     follows === null
       ? inputs.slice(-CONTEXT_LENGTH)
       : await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH)
-  const inStep = await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS).then(
-    () => true,
-    (error) => {
-      deps.warn('could not rebuild the context list', error)
-      return false
-    },
-  )
-  return { messages: rebuilt, inStep }
+  await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
+  return { messages: rebuilt, inStep: true }
 }
 
 /**
@@ -110,18 +97,11 @@ export async function recordReply(
   reply: StoredMessage,
 ): Promise<void> {
   const key = contextKey(conversationId)
-  try {
-    if ((await deps.cache.listAll(key)).length === 0) return
-    await deps.cache.listPush(key, [encode(reply)], CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-  } catch (error) {
-    deps.warn('could not update the context list; dropping it', error)
-    await deps.cache.del(key).catch(() => {})
-  }
+  if ((await deps.cache.listAll(key)).length === 0) return
+  await deps.cache.listPush(key, [encode(reply)], CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
 }
 
 /** Drops the list (a turn finished by someone other than its runner); the next turn rebuilds it. */
 export async function forgetContext(deps: ContextDeps, conversationId: string): Promise<void> {
-  await deps.cache
-    .del(contextKey(conversationId))
-    .catch((error) => deps.warn('could not drop the context list', error))
+  await deps.cache.del(contextKey(conversationId))
 }

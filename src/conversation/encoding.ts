@@ -119,3 +119,23 @@ export function appendedText(frames: readonly string[]): string {
   }
   return text
 }
+
+/**
+ * How a finished stream's reply ended: the finish type its completion item
+ * carries, or undefined when there is none. Lets the reply of a turn whose
+ * final write failed be stored later exactly as it was streamed.
+ */
+export function finishOf(frames: readonly string[]): FinishType | undefined {
+  for (let index = frames.length - 1; index >= 0; index--) {
+    const frame = frames[index] as string
+    if (!frame.startsWith('event: delta\ndata: ')) continue
+    const item = JSON.parse(frame.slice('event: delta\ndata: '.length)) as {
+      v?: { p?: string; o?: string; v?: { finish_details?: { type?: FinishType } } }[]
+    }
+    if (!Array.isArray(item.v)) continue
+    for (const op of item.v)
+      if (op.p === '/message/metadata' && op.o === 'append' && op.v?.finish_details?.type)
+        return op.v.finish_details.type
+  }
+  return undefined
+}

@@ -1,6 +1,7 @@
 // The read side of the conversation API with cache-aside (CONTRACT §4.5-§4.6):
 // a hit is one cache read, no database query, and the cached JSON is sent as
-// it is. A failing cache falls back to the database.
+// it is. A cache that is down answers as a miss (resilient-cache.ts), so the
+// database answers instead.
 import { notFound } from '../errors.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
@@ -19,15 +20,7 @@ export interface ReadDeps {
 /** The history is cached with its owner, so a hit can refuse other users unparsed. */
 const ownerPrefix = (userId: string) => `{"owner":${JSON.stringify(userId)},"body":`
 
-async function cached(deps: ReadDeps, key: string): Promise<string | null> {
-  try {
-    return await deps.cache.get(key)
-  } catch (error) {
-    deps.warn('cache read failed; using the database', error)
-    return null
-  }
-}
-
+/** Fills the cache without making the reader wait for it. */
 function store(deps: ReadDeps, key: string, value: string, ttl: number): void {
   deps.cache.set(key, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
@@ -40,7 +33,7 @@ export async function conversationDetail(
 ): Promise<string> {
   const key = historyKey(conversationId)
   const prefix = ownerPrefix(userId)
-  const hit = await cached(deps, key)
+  const hit = await deps.cache.get(key)
   if (hit !== null) {
     if (!hit.startsWith(prefix)) throw notFound('Conversation not found.')
     return hit.slice(prefix.length, -1)
@@ -59,7 +52,7 @@ export async function conversationList(
   page: ListPage,
 ): Promise<string> {
   const key = listKey(userId)
-  const hit = await cached(deps, key)
+  const hit = await deps.cache.get(key)
   if (hit !== null) return pageFromList(hit, page)
   const document = encodeList(await listConversations(deps.db, userId))
   store(deps, key, document, LIST_TTL_SECONDS)

@@ -1,6 +1,7 @@
 // The Cache port: the small set of key-value and list operations the service
 // needs. Adapters with identical semantics: redis-cache.ts (ioredis) and
-// memory-cache.ts (in-process). The cache only ever holds copies.
+// memory-cache.ts (in-process). The cache only ever holds copies. The service
+// uses a cache through resilient-cache.ts, which decides what a failure means.
 
 export interface Cache {
   /** `redis` for a real server, `memory` for the in-process cache. */
@@ -32,5 +33,12 @@ export interface Cache {
   flush(): Promise<void>
   /** Resolves when the cache answers; throws otherwise. */
   ping(): Promise<void>
+  /**
+   * Adapters of a server only: calls listener whenever the connection to it
+   * was lost. What the server holds afterwards is unknown: it may have
+   * restarted from an old snapshot, or failed over to a replica that missed
+   * writes. (resilient-cache.ts empties the cache before using it again.)
+   */
+  onConnectionLost?(listener: () => void): void
   close(): Promise<void>
 }

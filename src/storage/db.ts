@@ -39,8 +39,18 @@ export function sqlState(error: unknown): string | undefined {
   return undefined
 }
 
+/** A connect or statement took longer than the adapter's deadline. */
+export class DatabaseTimeoutError extends Error {
+  readonly code = 'QUERY_TIMEOUT'
+  constructor(timeoutMs: number) {
+    super(`the database did not answer within ${timeoutMs} ms`)
+    this.name = 'DatabaseTimeoutError'
+  }
+}
+
 /** Driver and socket codes meaning the database cannot be reached right now. */
 const UNREACHABLE = new Set([
+  'QUERY_TIMEOUT',
   'ECONNREFUSED',
   'ECONNRESET',
   'ENOTFOUND',

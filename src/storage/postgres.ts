@@ -1,22 +1,62 @@
-// Db adapter for a real Postgres server, through postgres.js.
+// Db adapter for a real Postgres server, through postgres.js. It fails fast:
+// connecting, each statement (including the wait for a pooled connection) and
+// each step of a transaction get `timeoutMs`, after which the caller gets a
+// DatabaseTimeoutError (a 503, see isDatabaseUnavailable) instead of hanging
+// on a server that is stopped, frozen or unreachable. A statement that timed
+// out is cancelled, so a merely slow one does not keep running.
 import postgres from 'postgres'
-import type { Db, Queryable, Row } from './db.ts'
+import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
 
 export interface PostgresOptions {
   /** Pool size. */
   max?: number
   /** Schema to work in (tests use a fresh one per run); `public` stays visible after it. */
   schema?: string
+  /** Longest a connect or a statement may take (default 2 s). */
+  timeoutMs?: number
 }
 
 type Sql = postgres.Sql | postgres.TransactionSql
 
-function queryable(sql: Sql): Queryable {
+/** Runs a postgres.js query with a deadline; on timeout it is cancelled and onTimeout is told. */
+function withDeadline<T>(
+  query: PromiseLike<unknown> & { cancel(): unknown },
+  timeoutMs: number,
+  onTimeout?: (error: DatabaseTimeoutError) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const error = new DatabaseTimeoutError(timeoutMs)
+      reject(error)
+      onTimeout?.(error)
+      // A queued query leaves the queue; a running one gets a cancel request.
+      Promise.resolve(query.cancel()).catch(() => {})
+    }, timeoutMs)
+    query.then(
+      (rows) => {
+        clearTimeout(timer)
+        resolve(rows as unknown as T)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+function queryable(
+  sql: Sql,
+  timeoutMs: number,
+  onTimeout?: (error: DatabaseTimeoutError) => void,
+): Queryable {
   return {
-    async query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
+    query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
       // postgres.js types parameters loosely; values are still sent separately from the text.
-      return (await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[]
+      const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[])
+      return withDeadline<T[]>(query, timeoutMs, onTimeout)
     },
+    // Scripts (migrations) may legitimately run long: no deadline.
     async exec(script: string) {
       await sql.unsafe(script)
     },
@@ -25,24 +65,66 @@ function queryable(sql: Sql): Queryable {
 
 /** Connections of the pool unless told otherwise. */
 export const POSTGRES_POOL_SIZE = 10
+/**
+ * Runs fn in a transaction whose every step has a deadline: getting a
+ * connection and BEGIN, each statement, COMMIT. When one passes, the caller
+ * is answered at once, without waiting for a ROLLBACK the server may never
+ * answer; fn is not started at all once the caller was answered.
+ */
+function timedTransaction<T>(
+  sql: postgres.Sql,
+  timeoutMs: number,
+  fn: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let answered = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const fail = (error: unknown) => {
+      clearTimeout(timer)
+      if (answered) return
+      answered = true
+      reject(error)
+    }
+    const deadline = () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => fail(new DatabaseTimeoutError(timeoutMs)), timeoutMs)
+    }
+    deadline()
+    sql
+      .begin(async (tx) => {
+        clearTimeout(timer)
+        if (answered) throw new DatabaseTimeoutError(timeoutMs)
+        const result = await fn(queryable(tx, timeoutMs, fail))
+        deadline()
+        return result
+      })
+      .then((result) => {
+        clearTimeout(timer)
+        if (answered) return
+        answered = true
+        resolve(result as T)
+      }, fail)
+  })
+}
 
 /** Connects to `url`; the pool opens connections lazily. */
 export function createPostgresDb(url: string, options: PostgresOptions = {}): Db {
+  const timeoutMs = options.timeoutMs ?? 2_000
   const sql = postgres(url, {
     max: options.max ?? POSTGRES_POOL_SIZE,
     onnotice: () => {},
-    connect_timeout: 5,
+    // Seconds, until the server is ready for queries (TCP connect and startup).
+    connect_timeout: timeoutMs / 1000,
     connection: options.schema ? { search_path: `${options.schema},public` } : {},
   })
-  const base = queryable(sql)
+  const base = queryable(sql, timeoutMs)
   return {
     kind: 'postgres',
     query: base.query,
     exec: base.exec,
-    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
-      sql.begin((tx) => fn(queryable(tx))) as Promise<T>,
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => timedTransaction(sql, timeoutMs, fn),
     async ping() {
-      await sql`select 1`
+      await withDeadline(sql`select 1`, timeoutMs)
     },
     async close() {
       await sql.end({ timeout: 5 })

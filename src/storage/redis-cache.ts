@@ -1,5 +1,6 @@
 // Cache adapter for a real Redis server, through ioredis. Commands fail fast
-// while Redis is down (one retry), so a dead cache degrades to the database.
+// while Redis is down (one retry) and reconnects are frequent, so that
+// resilient-cache.ts sees an outage at once and its end within a second.
 import Redis from 'ioredis'
 import type { Cache } from './cache.ts'
 
@@ -21,7 +22,10 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
   const redis = new Redis(url, {
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    retryStrategy: (attempt) => Math.min(attempt * 100, 300),
+    // A command cut off by a lost connection fails instead of being replayed
+    // on the next one, after the cache was emptied (see resilient-cache.ts).
+    autoResendUnfulfilledCommands: false,
   })
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})
@@ -62,6 +66,9 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     },
     async ping() {
       await redis.ping()
+    },
+    onConnectionLost(listener) {
+      redis.on('close', listener)
     },
     async close() {
       redis.disconnect()

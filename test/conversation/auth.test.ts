@@ -35,6 +35,14 @@ for (const backend of appBackends())
         .setExpirationTime(expiresAt)
         .sign(new TextEncoder().encode(secret))
 
+    /** A correctly signed token that never expires: refused, since a leak would last forever. */
+    const tokenWithoutExpiry = (sub: string) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(sub)
+        .setIssuedAt()
+        .sign(new TextEncoder().encode(SECRET))
+
     const bearer = async (sub: string) => ({ authorization: `Bearer ${await token(sub)}` })
 
     describe('JWT mode', () => {
@@ -88,7 +96,7 @@ for (const backend of appBackends())
         expect(rows).toEqual([])
       })
 
-      test('missing, malformed, expired, wrongly signed or unsigned tokens are 401', async () => {
+      test('missing, malformed, expired, unexpiring, wrongly signed or unsigned tokens are 401', async () => {
         const user = newUser()
         const now = Math.floor(Date.now() / 1000)
         const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(
@@ -100,6 +108,7 @@ for (const backend of appBackends())
           { authorization: 'Bearer not-a-jwt' },
           { authorization: `Basic ${btoa('user:pass')}` },
           { authorization: `Bearer ${await token(user, SECRET, now - 10)}` },
+          { authorization: `Bearer ${await tokenWithoutExpiry(user)}` },
           { authorization: `Bearer ${await token(user, 'wrong-secret')}` },
           { authorization: `Bearer ${await token(user, SECRET, '1h', 'HS512')}` },
           { authorization: `Bearer ${unsigned}` },

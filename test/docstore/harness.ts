@@ -1,10 +1,11 @@
 // Builds the document store (or any plugin) into a minimal app with the real
-// error mapping and body limit, and calls it without a port.
+// error mapping, body limit and input guard, and calls it without a port.
 import { type AnyElysia, Elysia } from 'elysia'
 import { docstorePlugin } from '../../plugins/docstore/index.ts'
 import { bodyLimit } from '../../src/body-limit.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import { errorHandler } from '../../src/error-handler.ts'
+import { inputGuard } from '../../src/input-guard.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 
@@ -13,7 +14,11 @@ export const testConfig = (env: Record<string, string> = {}): Config => loadConf
 
 /** The app shell every variant gets (as src/app.ts builds it), around one plugin. */
 export function appWith(plugin: AnyElysia) {
-  return new Elysia({ normalize: false }).use(errorHandler).use(bodyLimit).use(plugin)
+  return new Elysia({ normalize: false })
+    .use(errorHandler)
+    .use(bodyLimit)
+    .use(inputGuard)
+    .use(plugin)
 }
 
 export function docstoreApp(deps: { db: Db; cache: Cache; config?: Config }) {

@@ -1,13 +1,17 @@
 // The DATA_DIR lock that keeps a second process off an embedded database: held
-// while locked, refused with the owner's pid, released, and taken over when the
-// lock file is stale (dead pid on this host) or unreadable.
+// while locked (also against a second lock in the same process), refused with
+// the holder's pid while a live process holds it, released on release() and
+// by the kernel when the holder dies, and never fooled by what the lock file
+// says - a file naming this very pid (a container restarted as PID 1 after a
+// crash) or a dead process, or garbage, is no lock.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DataDirLockedError, lockDataDir } from '../../src/storage/data-dir-lock.ts'
 
 const LOCK_FILE = 'conduit.lock'
+const LOCK_MODULE = join(import.meta.dir, '..', '..', 'src', 'storage', 'data-dir-lock.ts')
 const dirs: string[] = []
 
 function tempDir(): string {
@@ -30,11 +34,21 @@ function owner(dir: string): unknown {
   return JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8'))
 }
 
-/** The pid of a process that has already exited. */
-async function deadPid(): Promise<number> {
-  const child = Bun.spawn([process.execPath, '--version'], { stdout: 'ignore', stderr: 'ignore' })
-  await child.exited
-  return child.pid
+/** A separate process that takes the lock on dir and holds it until killed. */
+async function holderProcess(dir: string) {
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      '-e',
+      `const { lockDataDir } = await import(${JSON.stringify(LOCK_MODULE)});
+       lockDataDir(${JSON.stringify(dir)}); console.log('locked'); setInterval(() => {}, 60_000)`,
+    ],
+    { stdout: 'pipe', stderr: 'inherit' },
+  )
+  const reader = child.stdout.getReader()
+  const { value } = await reader.read()
+  expect(new TextDecoder().decode(value)).toContain('locked')
+  return child
 }
 
 afterAll(() => {
@@ -52,11 +66,11 @@ describe('lockDataDir', () => {
   test('creates a data directory that does not exist yet', () => {
     const dir = join(tempDir(), 'nested', 'data')
     const release = lockDataDir(dir)
-    expect(existsSync(join(dir, LOCK_FILE))).toBe(true)
+    expect(owner(dir)).toEqual({ pid: process.pid, host: hostname() })
     release()
   })
 
-  test('a second lock on a held directory throws DataDirLockedError naming the pid', () => {
+  test('a second lock on a held directory, even in the same process, is refused naming the pid', () => {
     const dir = tempDir()
     const release = lockDataDir(dir)
     const error = lockError(dir)
@@ -69,50 +83,50 @@ describe('lockDataDir', () => {
     release()
   })
 
-  test('release() removes the lock so the directory can be locked again', () => {
+  test('release() lets the directory be locked again', () => {
     const dir = tempDir()
     const release = lockDataDir(dir)
     release()
-    expect(existsSync(join(dir, LOCK_FILE))).toBe(false)
+    release()
     const again = lockDataDir(dir)
     expect(owner(dir)).toEqual({ pid: process.pid, host: hostname() })
     again()
   })
 
-  test('a lock left by a dead process on this host is taken over', async () => {
+  test('a live process holding the lock is respected; once it dies the lock is free at once', async () => {
     const dir = tempDir()
-    const pid = await deadPid()
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid, host: hostname() }))
+    const child = await holderProcess(dir)
+    try {
+      expect(lockError(dir).message).toContain(`process ${child.pid} on ${hostname()}`)
+    } finally {
+      child.kill('SIGKILL')
+      await child.exited
+    }
+    // Killed without any chance to clean up: the kernel released its lock.
+    expect(owner(dir)).toEqual({ pid: child.pid, host: hostname() })
     const release = lockDataDir(dir)
     expect(owner(dir)).toEqual({ pid: process.pid, host: hostname() })
     release()
   })
 
-  test('a lock held by a live process on this host is respected', () => {
+  test('a lock file naming this very pid, left by a crash before a restart as the same pid, is no lock', () => {
     const dir = tempDir()
-    const child = Bun.spawn([process.execPath, '-e', 'setTimeout(() => {}, 60_000)'], {
-      stdout: 'ignore',
-      stderr: 'ignore',
-    })
-    try {
-      writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: child.pid, host: hostname() }))
-      expect(lockError(dir).message).toContain(String(child.pid))
-    } finally {
-      child.kill('SIGKILL')
-    }
+    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname() }))
+    const release = lockDataDir(dir)
+    expect(owner(dir)).toEqual({ pid: process.pid, host: hostname() })
+    release()
   })
 
-  test('a lock from another host is respected, since its pid cannot be checked here', async () => {
+  test('a lock file naming a live process that holds no lock is no lock', () => {
     const dir = tempDir()
-    const pid = await deadPid()
-    const host = `${hostname()}-elsewhere`
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid, host }))
-    const error = lockError(dir)
-    expect(error.message).toContain(String(pid))
-    expect(error.message).toContain(host)
+    // The parent of this test process is alive, and holds nothing here.
+    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.ppid, host: hostname() }))
+    const release = lockDataDir(dir)
+    expect(owner(dir)).toEqual({ pid: process.pid, host: hostname() })
+    release()
   })
 
-  test('a garbage lock file is taken over', () => {
+  test('a garbage lock file is no lock', () => {
     for (const garbage of ['', 'not json at all', '{"pid":"12"}', '[]', 'null']) {
       const dir = tempDir()
       writeFileSync(join(dir, LOCK_FILE), garbage)

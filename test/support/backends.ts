@@ -12,6 +12,7 @@ import { type Migration, migrate } from '../../src/storage/migrate.ts'
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
+import { createResilientCache } from '../../src/storage/resilient-cache.ts'
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
@@ -32,7 +33,8 @@ export async function openPostgresSchema(url: string, migrations?: Migration[]):
   const schema = uniqueName('test')
   const admin = createPostgresDb(url, { max: 1 })
   await admin.exec(`CREATE SCHEMA ${schema}`)
-  const db = createPostgresDb(url, { schema })
+  // A deadline well above the service's 2 s: the shared test machine can be very busy.
+  const db = createPostgresDb(url, { schema, timeoutMs: 15_000 })
   cleanups.push(async () => {
     await db.close()
     await admin.exec(`DROP SCHEMA ${schema} CASCADE`)
@@ -59,6 +61,10 @@ function openRedisCache(url: string): Cache {
   })
   return cache
 }
+
+/** The decorator every real cache of the service sits behind (src/dependencies.ts openCache). */
+export const resilient = (cache: Cache) =>
+  createResilientCache(cache, { timeoutMs: 500, probeIntervalMs: 200 })
 
 /**
  * The storage an app-level suite runs on: one database shared by every suite
@@ -120,7 +126,7 @@ export function appBackends(): AppBackend[] {
         realDb ??= openPostgresSchema(dbUrl)
         return realDb
       },
-      cache: () => openRedisCache(redisUrl),
+      cache: () => resilient(openRedisCache(redisUrl)),
       state: () => {
         realState ??= sharedState(() =>
           openRedisState(redisUrl, {
@@ -147,10 +153,21 @@ export function dbBackends(): Backend<Db>[] {
   return backends
 }
 
-/** Every cache adapter available here, for the Cache contract suite. */
+/**
+ * Every cache adapter available here, for the Cache contract suite, each bare
+ * and behind the resilient decorator (which must change nothing while the
+ * cache is healthy).
+ */
 export function cacheBackends(): Backend<Cache>[] {
-  const backends: Backend<Cache>[] = [{ name: 'memory', open: async () => createMemoryCache() }]
+  const backends: Backend<Cache>[] = [
+    { name: 'memory', open: async () => createMemoryCache() },
+    { name: 'resilient(memory)', open: async () => resilient(createMemoryCache()) },
+  ]
   const url = TEST_REDIS_URL
-  if (url) backends.push({ name: 'redis', open: async () => openRedisCache(url) })
+  if (url)
+    backends.push(
+      { name: 'redis', open: async () => openRedisCache(url) },
+      { name: 'resilient(redis)', open: async () => resilient(openRedisCache(url)) },
+    )
   return backends
 }

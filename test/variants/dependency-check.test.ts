@@ -89,7 +89,8 @@ for (const backend of appBackends())
         await withUnreachable(async (deps) => {
           const reply = await call<{ status: string; error: string }>(app(deps), 'GET', '/health')
           expect(reply.status).toBe(503)
-          expect(reply.body.error).toMatch(/^postgres: .+; redis: .+/)
+          // Only the word: no host, port or driver text of the dependencies.
+          expect(reply.body.error).toBe('postgres: unreachable; redis: unreachable')
           expect(reply.body.error).not.toContain('s3cret')
         })
       })

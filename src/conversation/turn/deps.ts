@@ -22,9 +22,11 @@ export interface TurnDeps {
   checkpointMs: number
 }
 
-/** Drops the cached reads a stored message makes stale (CONTRACT §4.7). */
+/**
+ * Drops the cached reads a stored message makes stale (CONTRACT §4.7). With
+ * the cache down this does nothing: the cache is emptied before it is used
+ * again (resilient-cache.ts).
+ */
 export async function invalidateReads(deps: TurnDeps, conversationId: string, userId: string) {
-  await deps.cache
-    .del(historyKey(conversationId), listKey(userId))
-    .catch((error) => deps.warn('could not invalidate cached reads', error))
+  await deps.cache.del(historyKey(conversationId), listKey(userId))
 }

@@ -2,8 +2,17 @@
 // a dead runner's turn): store the reply under the claim's fencing token, drop
 // the cached reads, bring the context list up to date, then end the stream (an
 // error item when there is one, the completion patch, the title of a new
-// conversation, message_stream_complete, [DONE]) and finish the log. A client that saw [DONE] reads the new state.
+// conversation, message_stream_complete, [DONE]) and finish the log. A client
+// that saw [DONE] reads the new state.
+//
+// When the database cannot be reached for the final write, the reply is not
+// lost: the stream still ends as the reply did, the row stays `in_progress`
+// under this runner's token, and the runner's sweep finishes it from the log
+// once the database answers (recover.ts), exactly as streamed. The log keeps
+// it for the resume retention (RESUME_RETENTION_MS); past that the sweep falls
+// back to the row's last checkpoint.
 import { TurnLogFencedError } from '../../state/turn-log-store.ts'
+import { isDatabaseUnavailable } from '../../storage/db.ts'
 import { forgetContext, recordReply } from '../context.ts'
 import {
   completionItem,
@@ -39,10 +48,15 @@ export interface TurnEnding {
 
 /**
  * How ending went: `lost` when the claim was lost (a newer owner ends the turn
- * instead, nothing was written), else whether the reply could be stored; the
- * stream is over either way.
+ * instead, nothing was written); `deferred` when the database was unavailable
+ * (the sweep stores the reply later); else whether the reply could be stored.
+ * The stream is over in every case.
  */
-export type FinishOutcome = 'lost' | 'stored' | 'not_stored'
+export type FinishOutcome = 'lost' | 'stored' | 'deferred' | 'not_stored'
+
+/** Whether the turn is done with; false leaves it to a newer owner or to the sweep. */
+export const turnIsOver = (outcome: FinishOutcome) =>
+  outcome === 'stored' || outcome === 'not_stored'
 
 /** Stores and streams the end of a turn. */
 export async function finishTurn(
@@ -58,10 +72,15 @@ export async function finishTurn(
     if (!saved) return 'lost'
     await invalidateReads(deps, turn.conversationId, turn.userId)
   } catch (cause) {
-    deps.warn('could not store the reply', cause)
-    error ??= { code: 'storage_error', detail: 'The reply could not be saved.' }
-    finish = 'error'
-    outcome = 'not_stored'
+    if (isDatabaseUnavailable(cause)) {
+      deps.warn('database unavailable; the reply is kept and stored when it answers', cause)
+      outcome = 'deferred'
+    } else {
+      deps.warn('could not store the reply', cause)
+      error ??= { code: 'storage_error', detail: 'The reply could not be saved.' }
+      finish = 'error'
+      outcome = 'not_stored'
+    }
   }
   if (outcome === 'stored' && ending.contextInStep)
     await recordReply(deps, turn.conversationId, {

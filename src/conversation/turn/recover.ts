@@ -1,15 +1,17 @@
-// Finishing the turn of a runner that died (CONTRACT §13): the reply keeps the
-// text checkpointed before the crash (the log's append items where the log
-// survived, else the row's last database checkpoint), is stored as
-// `finished_partial_completion`, and the stream ends with an `interrupted`
-// error item. The context list is dropped (the dead runner may have pushed
-// part of the turn to it) and rebuilt by the next turn.
+// Finishing a turn whose runner did not: either it died (CONTRACT §13) - the
+// reply keeps the text checkpointed before the crash (the log's append items
+// where the log survived, else the row's last database checkpoint), is stored
+// as `finished_partial_completion`, and the stream ends with an `interrupted`
+// error item - or its stream ended but the final write found the database
+// unavailable (finish.ts): the finished log then holds the whole reply and how
+// it ended, and it is stored exactly so. The context list is dropped (the old
+// runner may have pushed part of the turn to it) and rebuilt by the next turn.
 import type { TurnLogInfo } from '../../state/turn-log-store.ts'
-import { appendedText } from '../encoding.ts'
+import { appendedText, finishOf } from '../encoding.ts'
 import type { TextContent } from '../messages.ts'
 import type { QueuedTurn } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
-import { finishTurn } from './finish.ts'
+import { finishTurn, turnIsOver } from './finish.ts'
 
 export const INTERRUPTED_DETAIL =
   'The reply was interrupted: the server producing it stopped. The text so far is kept.'
@@ -22,15 +24,22 @@ export async function recoverTurn(
   checkpoint: TextContent,
 ): Promise<boolean> {
   // The log, where it survived, is exactly what was streamed.
-  const text = log
-    ? appendedText(await deps.logs.readAll(turn.messageId))
-    : checkpoint.parts.join('')
-  const outcome = await finishTurn(deps, turn, token, {
-    text,
-    finish: 'error',
-    error: { code: 'interrupted', detail: INTERRUPTED_DETAIL },
-    hasLog: log !== undefined && !log.finished,
-    contextInStep: false,
-  })
-  return outcome !== 'lost'
+  const frames = log ? await deps.logs.readAll(turn.messageId) : undefined
+  const text = frames ? appendedText(frames) : checkpoint.parts.join('')
+  const streamedFinish = log?.finished && frames ? finishOf(frames) : undefined
+  const outcome = await finishTurn(
+    deps,
+    turn,
+    token,
+    streamedFinish
+      ? { text, finish: streamedFinish, hasLog: false, contextInStep: false }
+      : {
+          text,
+          finish: 'error',
+          error: { code: 'interrupted', detail: INTERRUPTED_DETAIL },
+          hasLog: log !== undefined && !log.finished,
+          contextInStep: false,
+        },
+  )
+  return turnIsOver(outcome)
 }

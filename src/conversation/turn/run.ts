@@ -10,7 +10,7 @@ import { type StoredMessage, textOf } from '../messages.ts'
 import { ModelError } from '../model/provider.ts'
 import { checkpointReply, claimTurn, type QueuedTurn, turnInputs } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
-import { finishTurn, type TurnEnding } from './finish.ts'
+import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
 import { prefixFrames } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 
@@ -48,7 +48,7 @@ export async function runTurn(deps: TurnDeps, turn: QueuedTurn, run: TurnRun): P
       hasLog: true,
       contextInStep: false,
     })
-    return outcome !== 'lost'
+    return turnIsOver(outcome)
   }
   return streamReply(deps, turn, run, inputs)
 }
@@ -153,5 +153,5 @@ async function streamReply(
     contextInStep,
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
   })
-  return outcome !== 'lost'
+  return turnIsOver(outcome)
 }

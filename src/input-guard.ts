@@ -1,0 +1,135 @@
+// Refuses text that cannot be stored faithfully, in one place for every route:
+// a NUL character (Postgres text and jsonb cannot hold U+0000) or an unpaired
+// UTF-16 surrogate (not Unicode: the driver would store U+FFFD, so `a\ud800b`
+// and `a\udc00b` became one user) anywhere in the parsed JSON body - values and
+// keys - in query parameters (or a query that is not valid percent-encoded
+// UTF-8) or path parameters, and JSON nested absurdly deep
+// (code that recurses over it would overflow the stack). Each is a 422 naming
+// the field, before any schema validation or handler runs, so nothing is stored
+// and nothing is silently rewritten (CONTRACT §3).
+import { Elysia } from 'elysia'
+import { validationFailed } from './errors.ts'
+
+/** Deepest nesting of arrays and objects a request body may have. */
+export const MAX_JSON_DEPTH = 64
+
+export type TextProblem = 'nul' | 'surrogate' | 'depth'
+
+export interface UnstorableText {
+  /** JSON path of the offending value, e.g. `messages[0].content.parts[1]`; '' for the root. */
+  path: string
+  problem: TextProblem
+  /** True when the bad text is a key of the object at `path`, not a value. */
+  inKey: boolean
+}
+
+/** Why a string cannot be stored, or undefined when it can. */
+export function textProblem(text: string): 'nul' | 'surrogate' | undefined {
+  if (text.includes('\u0000')) return 'nul'
+  if (!text.isWellFormed()) return 'surrogate'
+  return undefined
+}
+
+const childPath = (path: string, key: string | number) =>
+  typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
+
+/**
+ * The first unstorable text in a parsed JSON value, walking it without
+ * recursion (a 100,000-deep array must not overflow the stack here either).
+ */
+export function findUnstorableText(
+  value: unknown,
+  maxDepth = MAX_JSON_DEPTH,
+): UnstorableText | undefined {
+  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path: '', depth: 0 }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: current, path, depth } = next
+    if (typeof current === 'string') {
+      const problem = textProblem(current)
+      if (problem) return { path, problem, inKey: false }
+      continue
+    }
+    if (typeof current !== 'object' || current === null) continue
+    if (depth >= maxDepth) return { path, problem: 'depth', inKey: false }
+    if (Array.isArray(current)) {
+      for (let index = current.length - 1; index >= 0; index--)
+        pending.push({ value: current[index], path: childPath(path, index), depth: depth + 1 })
+      continue
+    }
+    const entries = Object.entries(current)
+    for (const [key] of entries) {
+      const problem = textProblem(key)
+      if (problem) return { path, problem, inKey: true }
+    }
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, child] = entries[index] as [string, unknown]
+      pending.push({ value: child, path: childPath(path, key), depth: depth + 1 })
+    }
+  }
+  return undefined
+}
+
+const WHAT: Record<TextProblem, string> = {
+  nul: 'a NUL character (U+0000), which cannot be stored',
+  surrogate: 'an unpaired UTF-16 surrogate, which is not valid Unicode',
+  depth: `arrays or objects nested more than ${MAX_JSON_DEPTH} levels deep`,
+}
+
+/** Longest field path quoted in an error (keys are the client's and may be huge). */
+const MAX_SHOWN_PATH = 120
+
+const shown = (path: string) =>
+  path.length <= MAX_SHOWN_PATH ? path : `${path.slice(0, MAX_SHOWN_PATH - 1)}…`
+
+/** The 422 sentence for a problem found in a body, a query parameter or a path parameter. */
+export function describeUnstorable(found: UnstorableText, where: Where): string {
+  const subject =
+    found.path === ''
+      ? 'The request body'
+      : where === 'body'
+        ? `The field "${shown(found.path)}"`
+        : `The ${where} "${shown(found.path)}"`
+  return `${subject} ${found.inKey ? 'has a key that contains' : 'contains'} ${WHAT[found.problem]}.`
+}
+
+type Where = 'body' | 'query parameter' | 'path parameter'
+
+function check(value: unknown, where: Where) {
+  const found = findUnstorableText(value)
+  if (found) throw validationFailed(describeUnstorable(found, where))
+}
+
+/**
+ * Elysia keeps a query value it cannot percent-decode (`%FF`, `%ED%A0%80`,
+ * `%zz`) as the raw text, which would then be taken for a different value
+ * than the one the client meant: refuse it, naming the parameter.
+ */
+export function checkQueryEncoding(url: string): void {
+  const start = url.indexOf('?')
+  if (start === -1) return
+  for (const pair of url.slice(start + 1).split('&')) {
+    if (!pair.includes('%')) continue
+    const equals = pair.indexOf('=')
+    const name = equals === -1 ? pair : pair.slice(0, equals)
+    try {
+      decodeURIComponent(pair)
+    } catch {
+      const named = name.length <= 40 && !name.includes('%') ? `"${name}"` : 'of the URL'
+      throw validationFailed(`The query parameter ${named} is not valid percent-encoded UTF-8.`)
+    }
+  }
+}
+
+/**
+ * The hook: runs after the body is parsed and before validation, on every
+ * route of every plugin.
+ */
+export const inputGuard = new Elysia({ name: 'input-guard' }).onTransform(
+  { as: 'global' },
+  ({ body, query, params, request }) => {
+    if (params) check(params, 'path parameter')
+    checkQueryEncoding(request.url)
+    if (query) check(query, 'query parameter')
+    if (body !== undefined && body !== null) check(body, 'body')
+  },
+)
