@@ -7,7 +7,7 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { CONTEXT_LENGTH, CONTEXT_TTL_SECONDS, contextKey } from './cache-keys.ts'
 import type { StoredMessage } from './messages.ts'
-import { recentMessages } from './repository.ts'
+import { recentMessages } from './messages-repository.ts'
 
 export interface ContextDeps {
   db: Db

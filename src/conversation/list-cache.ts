@@ -9,8 +9,8 @@
 //
 // JSON.stringify never emits a raw newline, so lines separate items safely.
 
+import type { ConversationRow } from './conversations-repository.ts'
 import { textOf } from './messages.ts'
-import type { ConversationRow } from './repository.ts'
 
 export type ListOrder = 'updated' | 'created'
 

@@ -5,8 +5,9 @@ import { notFound } from '../errors.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { HISTORY_TTL_SECONDS, historyKey, LIST_TTL_SECONDS, listKey } from './cache-keys.ts'
+import { listConversations } from './conversations-repository.ts'
 import { encodeList, type ListPage, pageFromList } from './list-cache.ts'
-import { listConversations, readHistory } from './repository.ts'
+import { readHistory } from './messages-repository.ts'
 
 export interface ReadDeps {
   db: Db

@@ -1,8 +1,8 @@
 // The cached conversation-list document: valid JSON, and every page in either
 // order cut from it equals the page computed directly.
 import { expect, test } from 'bun:test'
+import type { ConversationRow } from '../../src/conversation/conversations-repository.ts'
 import { encodeList, pageFromList } from '../../src/conversation/list-cache.ts'
-import type { ConversationRow } from '../../src/conversation/repository.ts'
 
 const rows: ConversationRow[] = Array.from({ length: 7 }, (_, i) => ({
   id: `00000000-0000-4000-8000-00000000000${i}`,

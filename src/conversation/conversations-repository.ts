@@ -1,0 +1,88 @@
+// SQL for the conversations table: creating, owning and listing a user's
+// conversations. Plain parameterized SQL that runs unchanged on postgres.js
+// and PGlite.
+import { notFound } from '../errors.ts'
+import type { Queryable } from '../storage/db.ts'
+import { orderedContent, type TextContent } from './messages.ts'
+
+export interface ConversationRow {
+  id: string
+  title: string
+  createdAt: Date
+  updatedAt: Date
+  /** Content of the newest message; undefined for a conversation without messages. */
+  lastContent: TextContent | undefined
+}
+
+const missing = () => notFound('Conversation not found.')
+
+export async function createConversation(
+  tx: Queryable,
+  id: string,
+  userId: string,
+  title: string,
+  at: Date,
+): Promise<void> {
+  await tx.query(
+    'INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)',
+    [id, userId, title, at],
+  )
+}
+
+/**
+ * Locks the user's conversation for this transaction; a missing conversation
+ * and someone else's answer the same 404.
+ */
+export async function lockOwnConversation(
+  tx: Queryable,
+  id: string,
+  userId: string,
+): Promise<void> {
+  const rows = await tx.query<{ user_id: string }>(
+    'SELECT user_id FROM conversations WHERE id = $1 FOR UPDATE',
+    [id],
+  )
+  if (rows[0]?.user_id !== userId) throw missing()
+}
+
+/** Every conversation of the user with its newest message, newest update first. */
+export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
+  const rows = await db.query<{
+    id: string
+    title: string
+    created_at: Date
+    updated_at: Date
+    last_content: TextContent | null
+  }>(
+    `SELECT c.id, c.title, c.created_at, c.updated_at, last.content AS last_content
+       FROM conversations c
+       LEFT JOIN LATERAL (
+         SELECT m.content FROM messages m
+          WHERE m.conversation_id = c.id AND m.status <> 'in_progress'
+          ORDER BY m.seq DESC LIMIT 1
+       ) last ON true
+      WHERE c.user_id = $1
+      ORDER BY c.updated_at DESC, c.id`,
+    [userId],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lastContent: row.last_content ? orderedContent(row.last_content) : undefined,
+  }))
+}
+
+/** Whether the conversation exists and is the user's (someone else's answers like a missing one). */
+export async function isOwnConversation(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2', [
+    conversationId,
+    userId,
+  ])
+  return rows.length === 1
+}
