@@ -1,6 +1,6 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
 // mounts the conversation API and the document store; an example variant
-// serves only its own routes. Every variant gets the error mapping, the body
+// serves only its own routes. Every variant gets the error mapping, CORS, the body
 // limit and the offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
@@ -11,6 +11,7 @@ import { bodyLimit } from './body-limit.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import { corsPlugin } from './cors.ts'
 import { errorHandler } from './error-handler.ts'
 import type { Cache } from './storage/cache.ts'
 import type { Db } from './storage/db.ts'
@@ -38,6 +39,7 @@ export function createApp(deps: AppDeps) {
   // string `metadata`) into {} before validation; unknown fields are ignored anyway.
   const app = new Elysia({ normalize: false })
     .use(errorHandler)
+    .use(corsPlugin(config.corsOrigins))
     .use(bodyLimit)
     .use(docsPlugin({ variant: config.variant }))
   if (config.variant === 'full') {

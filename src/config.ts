@@ -36,6 +36,11 @@ export interface Config {
   modelTimeoutMs: number
   localModelChunkDelayMs: number
   authJwtSecret: string | undefined
+  /**
+   * Origins browsers may call from (CORS): `['*']` any, `[]` none, else exact
+   * origins such as `https://chat.example.com`.
+   */
+  corsOrigins: string[]
   /** Unset: shared by every instance through the state store (random per process in memory). */
   resumeTokenSecret: string | undefined
   adminToken: string | undefined
@@ -127,6 +132,34 @@ function stateUrl(env: Env): string | undefined {
   return explicit
 }
 
+/**
+ * CORS_ORIGINS: comma-separated origins (`scheme://host[:port]`) or `*`.
+ * Unset: any origin in development mode, none when JWT auth is on.
+ */
+function corsOrigins(env: Env, jwtAuth: boolean): string[] {
+  const raw = text(env, 'CORS_ORIGINS')
+  if (raw === undefined) return jwtAuth ? [] : ['*']
+  const origins = raw
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '')
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins')
+    return origins
+  }
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
+      throw new ConfigError(
+        `CORS_ORIGINS must list origins like https://app.example.com (no path), got "${origin}"`,
+      )
+  }
+  return origins
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const modelProvider = oneOf(env, 'MODEL_PROVIDER', MODEL_PROVIDERS, 'local')
@@ -147,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     modelTimeoutMs: integer(env, 'MODEL_TIMEOUT_MS', 60_000, 1, 3_600_000),
     localModelChunkDelayMs: integer(env, 'LOCAL_MODEL_CHUNK_DELAY_MS', 20, 0, 60_000),
     authJwtSecret: text(env, 'AUTH_JWT_SECRET'),
+    corsOrigins: corsOrigins(env, text(env, 'AUTH_JWT_SECRET') !== undefined),
     resumeTokenSecret: text(env, 'RESUME_TOKEN_SECRET'),
     adminToken: text(env, 'ADMIN_TOKEN'),
     appEnv: text(env, 'APP_ENV'),

@@ -248,3 +248,27 @@ describe('maskUrlPassword', () => {
     expect(masked).toContain('***')
   })
 })
+
+describe('CORS_ORIGINS (CONTRACT §9)', () => {
+  test('defaults to any origin in development mode and none with JWT auth', () => {
+    expect(loadConfig({}).corsOrigins).toEqual(['*'])
+    expect(loadConfig({ AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual([])
+  })
+
+  test('takes * or a comma-separated list of origins, in either mode', () => {
+    expect(loadConfig({ CORS_ORIGINS: '*', AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual(['*'])
+    expect(
+      loadConfig({ CORS_ORIGINS: 'https://chat.example.com, http://localhost:5173' }).corsOrigins,
+    ).toEqual(['https://chat.example.com', 'http://localhost:5173'])
+  })
+
+  test('refuses a path, another scheme, or * mixed with origins, naming the variable', () => {
+    for (const value of [
+      'https://chat.example.com/app',
+      'chat.example.com',
+      'ftp://files.example.com',
+      '*,https://chat.example.com',
+    ])
+      expect(configError({ CORS_ORIGINS: value }).message).toContain('CORS_ORIGINS')
+  })
+})
