@@ -15,7 +15,7 @@ export function corsPlugin(origins: readonly string[]) {
     origin: origins.length === 0 ? false : [...origins],
     methods: CORS_METHODS,
     allowedHeaders: CORS_HEADERS,
-    exposeHeaders: false,
+    exposeHeaders: [],
     credentials: false,
     // Browsers cap this (Chromium at 2 hours); it spares a preflight per request.
     maxAge: 600,
