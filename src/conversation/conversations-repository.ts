@@ -10,6 +10,7 @@ export interface ConversationRow {
   title: string
   createdAt: Date
   updatedAt: Date
+  isArchived: boolean
   /** Content of the newest message; undefined for a conversation without messages. */
   lastContent: TextContent | undefined
 }
@@ -45,16 +46,17 @@ export async function lockOwnConversation(
   if (rows[0]?.user_id !== userId) throw missing()
 }
 
-/** Every conversation of the user with its newest message, newest update first. */
+/** Every conversation of the user (archived or not) with its newest message, newest update first. */
 export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
   const rows = await db.query<{
     id: string
     title: string
     created_at: Date
     updated_at: Date
+    is_archived: boolean
     last_content: TextContent | null
   }>(
-    `SELECT c.id, c.title, c.created_at, c.updated_at, last.content AS last_content
+    `SELECT c.id, c.title, c.created_at, c.updated_at, c.is_archived, last.content AS last_content
        FROM conversations c
        LEFT JOIN LATERAL (
          SELECT m.content FROM messages m
@@ -70,6 +72,7 @@ export async function listConversations(db: Queryable, userId: string): Promise<
     title: row.title,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    isArchived: row.is_archived,
     lastContent: row.last_content ? orderedContent(row.last_content) : undefined,
   }))
 }

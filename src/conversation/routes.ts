@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth.ts'
 import { payloadTooLarge, unauthorized, validationFailed } from '../errors.ts'
-import { parseListQuery } from './list-query.ts'
+import { parseListQuery } from './query-params.ts'
 import {
   ConversationDetail,
   ConversationList,

@@ -62,13 +62,24 @@ export const ResumeBody = t.Object(
   open,
 )
 
-/** Query values arrive as text; routes parse them with clear errors (see list-query.ts). */
-export const ListQuery = t.Object({
-  offset: t.Optional(t.String({ description: 'Integer ≥ 0, default 0.' })),
-  limit: t.Optional(t.String({ description: 'Integer 1–100, default 20.' })),
-  order: t.Optional(t.String({ description: '`updated` (default) or `created`, newest first.' })),
-  user_id: t.Optional(t.String({ description: 'Development mode: the caller, if no X-User-Id.' })),
-})
+/**
+ * Query values arrive as text; routes parse them with clear errors (see
+ * query-params.ts). Unknown parameters are ignored (CONTRACT §9).
+ */
+export const ListQuery = t.Object(
+  {
+    offset: t.Optional(t.String({ description: 'Integer ≥ 0, default 0.' })),
+    limit: t.Optional(t.String({ description: 'Integer 1–100, default 20.' })),
+    order: t.Optional(t.String({ description: '`updated` (default) or `created`, newest first.' })),
+    is_archived: t.Optional(
+      t.String({ description: '`false` (default): conversations not archived; `true`: archived.' }),
+    ),
+    user_id: t.Optional(
+      t.String({ description: 'Development mode: the caller, if no X-User-Id.' }),
+    ),
+  },
+  open,
+)
 
 export const ConversationList = t.Object({
   items: t.Array(
@@ -77,11 +88,13 @@ export const ConversationList = t.Object({
       title: t.String(),
       last_message: t.String(),
       updated_at: t.String({ format: 'date-time' }),
+      is_archived: t.Boolean(),
+      created_at: t.String({ format: 'date-time' }),
     }),
   ),
   limit: t.Integer(),
   offset: t.Integer(),
-  total: t.Integer(),
+  total: t.Integer({ description: 'How many conversations of the listed kind there are.' }),
 })
 
 export const ConversationDetail = t.Object({
