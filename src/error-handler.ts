@@ -23,6 +23,9 @@ function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): strin
   const value = first.value
   // Missing required properties are reported at the parent with value undefined.
   if (value === undefined) return `The ${where}field "${field}" is required.`
+  // A schema may say its rule for people (`error`), where a pattern would not.
+  const rule = (first.schema as { error?: unknown } | undefined)?.error
+  if (typeof rule === 'string') return `The ${where}field "${field}" ${rule}.`
   return `The ${where}field "${field}" is not valid: ${first.message.toLowerCase()}.`
 }
 

@@ -89,3 +89,59 @@ export async function isOwnConversation(
   ])
   return rows.length === 1
 }
+
+/**
+ * Sets the title and/or the archive flag of the user's conversation; false
+ * when it is missing or someone else's.
+ */
+export async function updateConversation(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+  change: { title?: string; isArchived?: boolean },
+): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE conversations SET title = COALESCE($3, title), is_archived = COALESCE($4, is_archived)
+      WHERE id = $1 AND user_id = $2 RETURNING 1`,
+    [conversationId, userId, change.title ?? null, change.isArchived ?? null],
+  )
+  return rows.length === 1
+}
+
+/** Archives every conversation of the user. */
+export async function archiveAllConversations(db: Queryable, userId: string): Promise<void> {
+  await db.query(
+    'UPDATE conversations SET is_archived = true WHERE user_id = $1 AND NOT is_archived',
+    [userId],
+  )
+}
+
+/** What a delete removed: the conversations, and their replies (whose turn logs go too). */
+export interface DeletedConversations {
+  conversationIds: string[]
+  replyIds: string[]
+}
+
+/**
+ * Deletes the user's conversation (`conversationId`), or all of the user's
+ * conversations when it is undefined, with their messages and feedback.
+ */
+export async function deleteConversationRows(
+  db: Queryable,
+  userId: string,
+  conversationId: string | undefined,
+): Promise<DeletedConversations> {
+  // The SELECT sees the rows as they were before the DELETE (one snapshot).
+  const rows = await db.query<{ conversation_id: string; reply_id: string | null }>(
+    `WITH gone AS (
+       DELETE FROM conversations WHERE user_id = $1 AND ($2::uuid IS NULL OR id = $2::uuid)
+       RETURNING id)
+     SELECT gone.id AS conversation_id, m.id AS reply_id
+       FROM gone LEFT JOIN messages m ON m.conversation_id = gone.id AND m.role = 'assistant'`,
+    [userId, conversationId ?? null],
+  )
+  return {
+    conversationIds: [...new Set(rows.map((row) => row.conversation_id))],
+    replyIds: rows.flatMap((row) => (row.reply_id === null ? [] : [row.reply_id])),
+  }
+}

@@ -26,7 +26,7 @@ const InputMessage = t.Object(
 )
 
 /** A body's `user_id`: who the caller is in development mode (CONTRACT §2). */
-const bodyUserId = (description: string) =>
+export const bodyUserId = (description: string) =>
   t.Optional(t.String({ minLength: 1, maxLength: 128, description }))
 
 export const SendBody = t.Object(

@@ -11,6 +11,7 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { isOwnConversation } from './conversations-repository.ts'
 import type { ListPage } from './list-cache.ts'
+import { createManagement } from './management.ts'
 import type { ModelProvider } from './model/provider.ts'
 import { conversationDetail, conversationList } from './reads.ts'
 import { createResumeTokens } from './resume-token.ts'
@@ -33,6 +34,8 @@ export interface ConversationServiceOptions {
   maxConversations: number
   /** With in-process logs: how often a streaming reply is saved to the database. */
   checkpointMs?: number
+  /** How long a delete waits for the turns it stopped to end (default 5 s). */
+  deleteStopWaitMs?: number
   newId?: () => string
   warn?: (message: string, error: unknown) => void
 }
@@ -186,6 +189,16 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     detail: (userId: string, conversationId: string) =>
       conversationDetail(deps, userId, conversationId),
+
+    /** Rename, archive, delete (stopping running turns first), search, feedback (CONTRACT §11). */
+    manage: createManagement({
+      ...deps,
+      stops: options.stops,
+      stopWaitMs: options.deleteStopWaitMs ?? 5_000,
+    }),
+
+    /** The model replies come from. */
+    modelSlug: options.model.slug,
 
     /**
      * Starts looking for turns whose runner died (a crashed process, another
