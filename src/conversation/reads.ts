@@ -6,7 +6,7 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { HISTORY_TTL_SECONDS, historyKey, LIST_TTL_SECONDS, listKey } from './cache-keys.ts'
 import { listConversations } from './conversations-repository.ts'
-import { decodeList, encodeList, type ListPage, listItems, pageOf } from './list-cache.ts'
+import { decodeList, encodeList, type ListPage, listOf, pageOf } from './list-cache.ts'
 import { readHistory } from './messages-repository.ts'
 
 export interface ReadDeps {
@@ -67,9 +67,9 @@ export async function conversationList(
 ): Promise<string> {
   const key = listKey(userId)
   const hit = await cached(deps, key)
-  const cachedItems = hit === null ? undefined : decodeList(hit)
-  if (cachedItems) return pageOf(cachedItems, page)
-  const items = listItems(await listConversations(deps.db, userId))
-  store(deps, key, encodeList(items), LIST_TTL_SECONDS)
-  return pageOf(items, page)
+  const cachedList = hit === null ? undefined : decodeList(hit)
+  if (cachedList) return pageOf(cachedList, page)
+  const list = listOf(await listConversations(deps.db, userId))
+  store(deps, key, encodeList(list), LIST_TTL_SECONDS)
+  return pageOf(list, page)
 }

@@ -7,7 +7,7 @@ import {
   decodeList,
   encodeList,
   type ListPage,
-  listItems,
+  listOf,
   pageOf,
 } from '../../src/conversation/list-cache.ts'
 
@@ -30,10 +30,12 @@ const item = (row: ConversationRow) => ({
   created_at: row.createdAt.toISOString(),
 })
 
-test('the cached document decodes to the items, in update order', () => {
-  const decoded = decodeList(encodeList(listItems(rows)))
-  expect(decoded).toEqual(rows.map(item))
-  expect(Object.keys(decoded?.[0] ?? {})).toEqual([
+test('the cached document is a JSON header line, then one JSON item per line in update order', () => {
+  const lines = encodeList(listOf(rows)).split('\n')
+  expect(JSON.parse(lines[0] ?? '')).toMatchObject({ version: 2 })
+  const items = lines.slice(1).map((line) => JSON.parse(line))
+  expect(items).toEqual(rows.map(item))
+  expect(Object.keys(items[0] ?? {})).toEqual([
     'id',
     'title',
     'last_message',
@@ -41,11 +43,12 @@ test('the cached document decodes to the items, in update order', () => {
     'is_archived',
     'created_at',
   ])
-  expect(decodeList(encodeList([]))).toEqual([])
+  expect(decodeList(encodeList(listOf([])))?.items).toEqual([])
 })
 
 test('every page of either order and archive filter matches filtering and sorting the rows', () => {
-  const items = decodeList(encodeList(listItems(rows))) ?? []
+  const list = decodeList(encodeList(listOf(rows)))
+  if (!list) throw new Error('the document does not decode')
   const byCreated = [...rows].sort(
     (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1),
   )
@@ -56,7 +59,7 @@ test('every page of either order and archive filter matches filtering and sortin
         for (const limit of [1, 2, 3, 100]) {
           const page: ListPage = { order, offset, limit, archived }
           const expected = kind(order === 'updated' ? rows : byCreated)
-          expect(JSON.parse(pageOf(items, page))).toEqual({
+          expect(JSON.parse(pageOf(list, page))).toEqual({
             items: expected.slice(offset, offset + limit).map(item),
             limit,
             offset,
@@ -64,7 +67,7 @@ test('every page of either order and archive filter matches filtering and sortin
           })
         }
   }
-  expect(pageOf([], { order: 'created', offset: 0, limit: 20, archived: false })).toBe(
+  expect(pageOf(listOf([]), { order: 'created', offset: 0, limit: 20, archived: false })).toBe(
     '{"items":[],"limit":20,"offset":0,"total":0}',
   )
 })
@@ -72,7 +75,8 @@ test('every page of either order and archive filter matches filtering and sortin
 test('a document of another shape or version is not read as a list', () => {
   // The shape an earlier release cached under the same key.
   expect(decodeList('{"total":1,"created_order":[0],"items":[\n{"id":"x"}\n]}')).toBeUndefined()
-  expect(decodeList('{"version":1,"items":[]}')).toBeUndefined()
+  expect(decodeList('{"version":1,"views":{}}')).toBeUndefined()
+  expect(decodeList('{"version":2,"items":[]}')).toBeUndefined()
   expect(decodeList('not json')).toBeUndefined()
   expect(decodeList('null')).toBeUndefined()
 })
