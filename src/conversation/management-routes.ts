@@ -47,7 +47,7 @@ export function managementRoutes({ manage, auth, modelSlug }: ManagementRoutesDe
       '/conversation/:conversation_id',
       async ({ params, query, body, request }) => {
         const conversationId = conversationIdOf(params)
-        requireSomeChange(body, '"title", "is_archived" or "is_visible"')
+        requireSomeChange(body, ['title', 'is_archived', 'is_visible'])
         const userId = await callerOf(request, query, body.user_id)
         await manage.update(userId, conversationId, {
           title: body.title,
@@ -72,7 +72,7 @@ export function managementRoutes({ manage, auth, modelSlug }: ManagementRoutesDe
     .patch(
       '/conversations',
       async ({ query, body, request }) => {
-        requireSomeChange(body, '"is_archived" or "is_visible"')
+        requireSomeChange(body, ['is_archived', 'is_visible'])
         const userId = await callerOf(request, query, body.user_id)
         await manage.updateAll(userId, {
           isArchived: body.is_archived,

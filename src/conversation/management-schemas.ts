@@ -115,11 +115,13 @@ export const ModelList = t.Object({
   ),
 })
 
-/** A PATCH that names none of the changes it can make is refused (CONTRACT §11). */
-export function requireSomeChange(
-  body: { title?: string; is_archived?: boolean; is_visible?: boolean },
-  fields: string,
-): void {
-  if (body.title === undefined && body.is_archived === undefined && body.is_visible === undefined)
-    throw validationFailed(`The body must set at least one of ${fields}.`)
+/** A PATCH that sets none of the fields it can change is refused (CONTRACT §11). */
+export function requireSomeChange<T extends object>(
+  body: T,
+  fields: readonly (keyof T & string)[],
+) {
+  if (fields.every((field) => body[field] === undefined))
+    throw validationFailed(
+      `The body must set at least one of ${fields.map((field) => `"${field}"`).join(', ')}.`,
+    )
 }
