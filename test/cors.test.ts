@@ -106,7 +106,13 @@ for (const backend of appBackends())
     test('with JWT auth no origin is allowed unless CORS_ORIGINS lists it', async () => {
       const closed = await conversationApp({ backend, env: { AUTH_JWT_SECRET: 'cors-secret' } })
       const refused = await preflight(closed.app, '/backend-api/conversations', FRONT_END)
+      expect(refused.status).toBe(204)
       expect(refused.headers.get('access-control-allow-origin')).toBeNull()
+      const read = await closed.app.handle(
+        new Request('http://localhost/backend-api/models', { headers: { origin: FRONT_END } }),
+      )
+      expect(read.status).toBe(401)
+      expect(read.headers.get('access-control-allow-origin')).toBeNull()
 
       const listed = await conversationApp({
         backend,
