@@ -4,7 +4,8 @@
 // stop ends it), a turn queued behind it ends too, and then the conversation,
 // its messages, cached keys and turn logs are gone: reads, stream status and
 // resumes answer 404. The same holds for deleting all of a user's
-// conversations. Every wait is on an event (an SSE item, whenIdle), never a sleep.
+// conversations, and for a delete sent to another instance than the one
+// running the turn. Every wait is on an event (an SSE item, whenIdle), never a sleep.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { contextKey, historyKey, listKey } from '../../src/conversation/cache-keys.ts'
 import { createLocalModel } from '../../src/conversation/model/local.ts'
@@ -148,6 +149,31 @@ for (const backend of appBackends())
 
       await t.conversations.whenIdle()
       await expectGone(user, running.cid, [running, queued])
+    })
+
+    test('a delete through another instance stops the turn where it runs', async () => {
+      // A second instance: same database, cache and turn state, its own runner.
+      const other = await conversationApp({
+        backend,
+        cache: t.cache,
+        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+      })
+      const user = newUser()
+      const running = await sendMessage(user, LONG)
+      await running.stream.until((frames) => frames.some(isAppend))
+
+      const deleted = await other.app.handle(
+        new Request(`http://localhost/backend-api/conversation/${running.cid}`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json', ...asUser(user) },
+          body: JSON.stringify({ is_visible: false }),
+        }),
+      )
+      expect(deleted.status).toBe(200)
+      expectInterruptedEnding(await running.stream.rest())
+      await t.conversations.whenIdle()
+      await expectGone(user, running.cid, [running])
+      await other.conversations.close()
     })
 
     test('deleting all conversations stops the turns running in them', async () => {
