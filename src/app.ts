@@ -1,7 +1,7 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
 // mounts the conversation API and the document store; an example variant
-// serves only its own routes. Every variant gets the error mapping, CORS, the body
-// limit and the offline API docs.
+// serves only its own routes. Every variant gets the error mapping, CORS, the
+// body limit and the offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
 import { docstorePlugin } from '../plugins/docstore/index.ts'

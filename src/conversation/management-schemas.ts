@@ -4,10 +4,7 @@
 // something) is the function at the end.
 import { t } from 'elysia'
 import { validationFailed } from '../errors.ts'
-import { bodyUserId } from './schemas.ts'
-
-/** Real clients send fields this API does not use: accept and ignore them. */
-const open = { additionalProperties: true }
+import { bodyUserId, open } from './schemas.ts'
 
 export const MAX_TITLE_CHARS = 256
 export const MAX_SEARCH_CHARS = 256

@@ -3,6 +3,7 @@
 // and the identity parameters and bearer scheme the API document declares.
 import { t } from 'elysia'
 import { validationFailed } from '../errors.ts'
+import { open } from './schemas.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -29,7 +30,7 @@ const xUserId = t.Optional(
 )
 
 /** The identity header every route reads; documented, and any other header is let through. */
-export const IdentityHeaders = t.Object({ 'x-user-id': xUserId }, { additionalProperties: true })
+export const IdentityHeaders = t.Object({ 'x-user-id': xUserId }, open)
 
 /** A resume's headers: the resume token, and the identity header. */
 export const ResumeHeaders = t.Object(
@@ -42,7 +43,7 @@ export const ResumeHeaders = t.Object(
     ),
     'x-user-id': xUserId,
   },
-  { additionalProperties: true },
+  open,
 )
 
 /**

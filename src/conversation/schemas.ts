@@ -6,7 +6,7 @@ import { ErrorBody } from '../error-schema.ts'
 export const MAX_TEXT_CHARS = 100_000
 
 /** Real clients send many fields this API does not use: accept and ignore them. */
-const open = { additionalProperties: true }
+export const open = { additionalProperties: true }
 
 const InputMessage = t.Object(
   {
