@@ -1,8 +1,8 @@
 // createApp(deps): the HTTP application for the configured APP_VARIANT. `full`
 // mounts the conversation API, the document store and the playground; an
 // example variant serves only its own routes. Every variant gets the request
-// log and id, the error mapping, the body limit, the input guard, /ready,
-// /metrics and the offline API docs.
+// log and id, the error mapping, CORS, the body limit, the input guard,
+// /ready, /metrics and the offline API docs.
 import { Elysia } from 'elysia'
 import { docsPlugin } from '../plugins/docs/index.ts'
 import { docstorePlugin } from '../plugins/docstore/index.ts'
@@ -13,6 +13,7 @@ import { bodyLimit } from './body-limit.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import { corsPlugin } from './cors.ts'
 import { errorHandlerWith } from './error-handler.ts'
 import { inputGuard } from './input-guard.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ normalize: false })
     .use(requestLog({ log, metrics }))
     .use(errorHandlerWith(log))
+    .use(corsPlugin(config.corsOrigins))
     .use(bodyLimit)
     .use(opsRoutes({ readiness, metrics, adminToken: config.adminToken }))
     .use(inputGuard)

@@ -119,6 +119,7 @@ const variables = {
   LOCAL_MODEL_CHUNK_DELAY_MS: integer(20, 0, 60_000),
   AUTH_JWT_SECRET: text({ sensitive: true }),
   RESUME_TOKEN_SECRET: text({ sensitive: true }),
+  CORS_ORIGINS: text(),
   ADMIN_TOKEN: text({ sensitive: true }),
   APP_ENV: text(),
   DEBUG: text(),

@@ -53,6 +53,11 @@ export interface Config {
   modelTimeoutMs: number
   localModelChunkDelayMs: number
   authJwtSecret: string | undefined
+  /**
+   * Origins browsers may call from (CORS): `['*']` any, `[]` none, else exact
+   * origins such as `https://chat.example.com`.
+   */
+  corsOrigins: string[]
   /** Unset: shared by every instance through the state store (random per process in memory). */
   resumeTokenSecret: string | undefined
   adminToken: string | undefined
@@ -137,6 +142,34 @@ function stateUrl(env: CheckedEnv): string | undefined {
   return explicit
 }
 
+/**
+ * CORS_ORIGINS: comma-separated origins (`scheme://host[:port]`) or `*`.
+ * Unset: any origin in development mode, none when JWT auth is on.
+ */
+function corsOrigins(env: CheckedEnv): string[] {
+  const raw = env.CORS_ORIGINS
+  if (raw === undefined) return env.AUTH_JWT_SECRET !== undefined ? [] : ['*']
+  const origins = raw
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '')
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw new ConfigError('CORS_ORIGINS is either * or a list of origins')
+    return origins
+  }
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
+      throw new ConfigError(
+        `CORS_ORIGINS must list origins like https://app.example.com (no path), got "${origin}"`,
+      )
+  }
+  return origins
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const e = checkEnv(env)
@@ -155,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     localModelChunkDelayMs: e.LOCAL_MODEL_CHUNK_DELAY_MS,
     authJwtSecret: e.AUTH_JWT_SECRET,
+    corsOrigins: corsOrigins(e),
     resumeTokenSecret: e.RESUME_TOKEN_SECRET,
     adminToken: e.ADMIN_TOKEN,
     appEnv: e.APP_ENV,

@@ -36,6 +36,9 @@ function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): strin
   if (value === undefined) return `The ${where}field "${field}" is required.`
   const choices = literalChoices(first.schema)
   if (choices) return `The ${where}field "${field}" must be one of ${choices}.`
+  // A schema may say its rule for people (`error`), where a pattern would not.
+  const rule = (first.schema as { error?: unknown } | undefined)?.error
+  if (typeof rule === 'string') return `The ${where}field "${field}" ${rule}.`
   return `The ${where}field "${field}" is not valid: ${first.message.toLowerCase()}.`
 }
 

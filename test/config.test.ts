@@ -352,6 +352,7 @@ describe('every variable of the schema', () => {
       'ADMIN_TOKEN',
       'APP_ENV',
       'AUTH_JWT_SECRET',
+      'CORS_ORIGINS',
       'DATA_DIR',
       'DEBUG',
       'DEBUG_TOOLBAR',
@@ -364,5 +365,29 @@ describe('every variable of the schema', () => {
 
   test('a REDIS_URL whose path is not a database number is refused', () => {
     expect(configError({ REDIS_URL: 'redis://cache:6379/cache' }).message).toContain('REDIS_URL')
+  })
+})
+
+describe('CORS_ORIGINS (CONTRACT §9)', () => {
+  test('defaults to any origin in development mode and none with JWT auth', () => {
+    expect(loadConfig({}).corsOrigins).toEqual(['*'])
+    expect(loadConfig({ AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual([])
+  })
+
+  test('takes * or a comma-separated list of origins, in either mode', () => {
+    expect(loadConfig({ CORS_ORIGINS: '*', AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual(['*'])
+    expect(
+      loadConfig({ CORS_ORIGINS: 'https://chat.example.com, http://localhost:5173' }).corsOrigins,
+    ).toEqual(['https://chat.example.com', 'http://localhost:5173'])
+  })
+
+  test('refuses a path, another scheme, or * mixed with origins, naming the variable', () => {
+    for (const value of [
+      'https://chat.example.com/app',
+      'chat.example.com',
+      'ftp://files.example.com',
+      '*,https://chat.example.com',
+    ])
+      expect(configError({ CORS_ORIGINS: value }).message).toContain('CORS_ORIGINS')
   })
 })

@@ -5,6 +5,7 @@
 
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
+import { containsPattern } from '../../src/storage/like-pattern.ts'
 import {
   DOCUMENT_KEY_TTL_SECONDS,
   DOCUMENT_LIST_KEY,
@@ -13,7 +14,6 @@ import {
   documentKey,
 } from './cache-keys.ts'
 import { contentSha256 } from './content-hash.ts'
-import { containsPattern } from './like-pattern.ts'
 import { DEFAULT_TOP_K } from './limits.ts'
 import {
   findDocumentIdByHash,

@@ -1,16 +1,18 @@
-// The cached form of a user's whole conversation list, made so that any page in
-// either order is answered by slicing strings, with no JSON parsing or
-// re-encoding of items on a cache hit. It is still one valid JSON document:
+// The cached form of a user's whole conversation list (CONTRACT §4.5, §11).
+// The cache key names no page, order or archive filter, so the document holds
+// every conversation, and each read cuts its page from it without parsing or
+// re-encoding the items. It is JSON lines:
 //
-//   {"total":3,"created_order":[2,0,1],"items":[
-//   {"id":…},            <- items by update time, newest first, one per line
+//   {"version":2,"views":{"updated":[0,2],"created":[2,0],"archived:updated":[1],…}}
+//   {"id":…}      <- line 1 + i: item i, items by update time, newest first
 //   {"id":…}
-//   ]}
 //
-// JSON.stringify never emits a raw newline, so lines separate items safely.
-
+// The first line says, for each order and archive state, which items are
+// listed and in what order. JSON.stringify never emits a raw newline, so the
+// lines separate safely. The version keeps a document of another release
+// (another shape) from being read as this one.
+import type { ConversationRow } from './conversations-repository.ts'
 import { textOf } from './messages.ts'
-import type { ConversationRow } from './repository.ts'
 
 export type ListOrder = 'updated' | 'created'
 
@@ -18,43 +20,86 @@ export interface ListPage {
   offset: number
   limit: number
   order: ListOrder
+  /** Whether the archived conversations are listed, or the others. */
+  archived: boolean
 }
 
-const HEADER_END = '"items":['
+const VERSION = 2
 
-function encodeItem(row: ConversationRow): string {
-  return JSON.stringify({
+type ViewName = ListOrder | `archived:${ListOrder}`
+
+interface Header {
+  version: typeof VERSION
+  /** Line numbers (from 0, after the header) of each view's items, in its order. */
+  views: Record<ViewName, number[]>
+}
+
+const viewOf = (page: Pick<ListPage, 'order' | 'archived'>): ViewName =>
+  page.archived ? `archived:${page.order}` : page.order
+
+/** A decoded document: the header, and the encoded items by update time. */
+export interface CachedList {
+  header: Header
+  items: string[]
+}
+
+const encodeItem = (row: ConversationRow) =>
+  JSON.stringify({
     id: row.id,
     title: row.title,
     last_message: row.lastContent ? textOf(row.lastContent) : '',
     updated_at: row.updatedAt.toISOString(),
+    is_archived: row.isArchived,
+    created_at: row.createdAt.toISOString(),
   })
+
+/** Newest created first, then by id. */
+const byCreated =
+  (rows: readonly ConversationRow[]) =>
+  (a: number, b: number): number => {
+    const x = rows[a] as ConversationRow
+    const y = rows[b] as ConversationRow
+    return y.createdAt.getTime() - x.createdAt.getTime() || (x.id < y.id ? -1 : 1)
+  }
+
+/** The list of rows ordered newest update first, ready to page and to cache. */
+export function listOf(rowsByUpdated: readonly ConversationRow[]): CachedList {
+  const indices = rowsByUpdated.map((_, index) => index)
+  const created = [...indices].sort(byCreated(rowsByUpdated))
+  const archived = (index: number) => (rowsByUpdated[index] as ConversationRow).isArchived
+  const active = (index: number) => !archived(index)
+  return {
+    header: {
+      version: VERSION,
+      views: {
+        updated: indices.filter(active),
+        created: created.filter(active),
+        'archived:updated': indices.filter(archived),
+        'archived:created': created.filter(archived),
+      },
+    },
+    items: rowsByUpdated.map(encodeItem),
+  }
 }
 
-/** Encodes rows (newest update first) into the cached document. */
-export function encodeList(rowsByUpdated: readonly ConversationRow[]): string {
-  const createdOrder = rowsByUpdated
-    .map((row, index) => ({ index, created: row.createdAt.getTime(), id: row.id }))
-    .sort((a, b) => b.created - a.created || (a.id < b.id ? -1 : 1))
-    .map((entry) => entry.index)
-  const header = `{"total":${rowsByUpdated.length},"created_order":${JSON.stringify(createdOrder)},${HEADER_END}`
-  const items = rowsByUpdated.map(encodeItem).join(',\n')
-  return items === '' ? `${header}\n]}` : `${header}\n${items}\n]}`
+/** The document cached under the list key. */
+export const encodeList = (list: CachedList): string =>
+  [JSON.stringify(list.header), ...list.items].join('\n')
+
+/** A cached document; undefined when it is not a document of this version. */
+export function decodeList(cached: string): CachedList | undefined {
+  const [first, ...items] = cached.split('\n')
+  try {
+    const header = JSON.parse(first ?? '') as Partial<Header> | null
+    if (header?.version === VERSION && typeof header.views === 'object')
+      return { header: header as Header, items }
+  } catch {}
+  return undefined
 }
 
-/** The response body for one page, cut from the cached document. */
-export function pageFromList(cached: string, page: ListPage): string {
-  const lines = cached.split('\n')
-  const header = lines[0] ?? ''
-  const items = lines.slice(1, -1).map((line) => (line.endsWith(',') ? line.slice(0, -1) : line))
-  const order =
-    page.order === 'updated'
-      ? items
-      : (
-          JSON.parse(
-            header.slice(header.indexOf('"created_order":') + 16, header.indexOf(`,${HEADER_END}`)),
-          ) as number[]
-        ).map((index) => items[index] as string)
-  const slice = order.slice(page.offset, page.offset + page.limit)
-  return `{"items":[${slice.join(',')}],"limit":${page.limit},"offset":${page.offset},"total":${items.length}}`
+/** The response body for one page. */
+export function pageOf(list: CachedList, page: ListPage): string {
+  const view = list.header.views[viewOf(page)] ?? []
+  const items = view.slice(page.offset, page.offset + page.limit).map((index) => list.items[index])
+  return `{"items":[${items.join(',')}],"limit":${page.limit},"offset":${page.offset},"total":${view.length}}`
 }

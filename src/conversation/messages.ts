@@ -49,6 +49,15 @@ export function unixSeconds(): number {
   return Number.isInteger(seconds) ? seconds + 0.000001 : seconds
 }
 
+/** The Date of Unix seconds, to the millisecond (as timestamptz stores it). */
+export const dateOf = (seconds: number) => new Date(Math.round(seconds * 1000))
+
+/** Stored content with its keys in wire order: jsonb does not keep key order. */
+export const orderedContent = (stored: TextContent): TextContent => ({
+  content_type: stored.content_type,
+  parts: stored.parts,
+})
+
 /** The text of a message: its parts joined by newlines. */
 export function textOf(content: TextContent): string {
   return content.parts.join('\n')

@@ -6,8 +6,8 @@ import { notFound } from '../errors.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { HISTORY_TTL_SECONDS, historyKey, LIST_TTL_SECONDS, listKey } from './cache-keys.ts'
-import { encodeList, type ListPage, pageFromList } from './list-cache.ts'
-import { listConversations } from './repository.ts'
+import { listConversations } from './conversations-repository.ts'
+import { decodeList, encodeList, type ListPage, listOf, pageOf } from './list-cache.ts'
 import { detailBody } from './tree-detail.ts'
 import { readTree } from './tree-repository.ts'
 
@@ -53,8 +53,9 @@ export async function conversationList(
 ): Promise<string> {
   const key = listKey(userId)
   const hit = await deps.cache.get(key)
-  if (hit !== null) return pageFromList(hit, page)
-  const document = encodeList(await listConversations(deps.db, userId))
-  store(deps, key, document, LIST_TTL_SECONDS)
-  return pageFromList(document, page)
+  const cachedList = hit === null ? undefined : decodeList(hit)
+  if (cachedList) return pageOf(cachedList, page)
+  const list = listOf(await listConversations(deps.db, userId))
+  store(deps, key, encodeList(list), LIST_TTL_SECONDS)
+  return pageOf(list, page)
 }

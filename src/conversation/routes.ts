@@ -3,7 +3,16 @@
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth.ts'
 import { payloadTooLarge, unauthorized, validationFailed } from '../errors.ts'
-import { parseListQuery } from './list-query.ts'
+import { managementRoutes } from './management-routes.ts'
+import { parseListQuery } from './query-params.ts'
+import {
+  bearerAuth,
+  claimedReader,
+  conversationIdOf,
+  IdentityHeaders,
+  json,
+  ResumeHeaders,
+} from './route-helpers.ts'
 import {
   ConversationDetail,
   ConversationList,
@@ -26,11 +35,6 @@ export interface ConversationRoutesDeps {
   auth: Authenticator
   keepaliveMs: number
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-const json = (body: string) =>
-  new Response(body, { headers: { 'content-type': 'application/json' } })
 
 /**
  * Rules the schema cannot say: who wrote each message (`role` or
@@ -59,12 +63,15 @@ function checkSend(body: SendBody): void {
     throw payloadTooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
 }
 
-/** The reader's identity for GET routes: X-User-Id, else the user_id query parameter. */
-const claimedReader = (request: Request, queryUserId: string | undefined) =>
-  request.headers.get('x-user-id') ?? queryUserId
-
 export function conversationRoutes({ conversations, auth, keepaliveMs }: ConversationRoutesDeps) {
   return new Elysia({ name: 'conversation-api', prefix: '/backend-api' })
+    .use(
+      managementRoutes({
+        manage: conversations.manage,
+        auth,
+        modelSlug: conversations.modelSlug,
+      }),
+    )
     .post(
       '/f/conversation',
       async ({ body, request }) => {
@@ -87,7 +94,9 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       },
       {
         body: SendBody,
+        headers: IdentityHeaders,
         detail: {
+          ...bearerAuth,
           tags: ['conversation'],
           summary: 'Send messages and stream the reply',
           responses: {
@@ -116,7 +125,9 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       },
       {
         body: ResumeBody,
+        headers: ResumeHeaders,
         detail: {
+          ...bearerAuth,
           tags: ['conversation'],
           summary: 'Resume a reply stream from an item offset',
           responses: { 200: eventStreamResponse, ...errorResponseDocs(401, 404, 422) },
@@ -132,8 +143,9 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       },
       {
         query: ListQuery,
+        headers: IdentityHeaders,
         response: { 200: ConversationList, ...errorResponses(401, 403, 422) },
-        detail: { tags: ['conversation'], summary: "List the user's conversations" },
+        detail: { ...bearerAuth, tags: ['conversation'], summary: "List the user's conversations" },
       },
     )
     .get(
@@ -143,8 +155,9 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
         return json(await conversations.detail(userId, conversationIdOf(params)))
       },
       {
+        headers: IdentityHeaders,
         response: { 200: ConversationDetail, ...errorResponses(401, 403, 404, 422) },
-        detail: { tags: ['conversation'], summary: 'Read one conversation' },
+        detail: { ...bearerAuth, tags: ['conversation'], summary: 'Read one conversation' },
       },
     )
     .get(
@@ -154,8 +167,10 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
         return conversations.streamStatus(userId, conversationIdOf(params))
       },
       {
+        headers: IdentityHeaders,
         response: { 200: StreamStatus, ...errorResponses(401, 403, 404, 422) },
         detail: {
+          ...bearerAuth,
           tags: ['conversation'],
           summary: 'Whether a reply streams now, with a fresh resume token and offset',
         },
@@ -171,18 +186,13 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       },
       {
         body: StopBody,
+        headers: IdentityHeaders,
         response: { 200: StopResult, ...errorResponses(401, 403, 404, 422) },
         detail: {
+          ...bearerAuth,
           tags: ['conversation'],
           summary: "Stop the conversation's running reply, on whichever instance runs it",
         },
       },
     )
-}
-
-/** The path's conversation id, lower-cased; 422 when it is not a UUID. */
-function conversationIdOf(params: { conversation_id: string }): string {
-  if (!UUID.test(params.conversation_id))
-    throw validationFailed('The path parameter "conversation_id" must be a UUID.')
-  return params.conversation_id.toLowerCase()
 }

@@ -6,7 +6,7 @@ import { ErrorBody } from '../error-schema.ts'
 export const MAX_TEXT_CHARS = 100_000
 
 /** Real clients send many fields this API does not use: accept and ignore them. */
-const open = { additionalProperties: true }
+export const open = { additionalProperties: true }
 
 /** Who wrote an input message: only `user` (the contract's `role`, or chatgpt.com's `author.role`). */
 const userRole = (description: string) => t.Optional(t.Literal('user', { description }))
@@ -34,7 +34,7 @@ const InputMessage = t.Object(
 )
 
 /** A body's `user_id`: who the caller is in development mode (CONTRACT §2). */
-const bodyUserId = (description: string) =>
+export const bodyUserId = (description: string) =>
   t.Optional(t.String({ minLength: 1, maxLength: 128, description }))
 
 export const SendBody = t.Object(
@@ -86,13 +86,24 @@ export const ResumeBody = t.Object(
   open,
 )
 
-/** Query values arrive as text; routes parse them with clear errors (see list-query.ts). */
-export const ListQuery = t.Object({
-  offset: t.Optional(t.String({ description: 'Integer ≥ 0, default 0.' })),
-  limit: t.Optional(t.String({ description: 'Integer 1–100, default 20.' })),
-  order: t.Optional(t.String({ description: '`updated` (default) or `created`, newest first.' })),
-  user_id: t.Optional(t.String({ description: 'Development mode: the caller, if no X-User-Id.' })),
-})
+/**
+ * Query values arrive as text; routes parse them with clear errors (see
+ * query-params.ts). Unknown parameters are ignored (CONTRACT §9).
+ */
+export const ListQuery = t.Object(
+  {
+    offset: t.Optional(t.String({ description: 'Integer ≥ 0, default 0.' })),
+    limit: t.Optional(t.String({ description: 'Integer 1–100, default 20.' })),
+    order: t.Optional(t.String({ description: '`updated` (default) or `created`, newest first.' })),
+    is_archived: t.Optional(
+      t.String({ description: '`false` (default): conversations not archived; `true`: archived.' }),
+    ),
+    user_id: t.Optional(
+      t.String({ description: 'Development mode: the caller, if no X-User-Id.' }),
+    ),
+  },
+  open,
+)
 
 export const ConversationList = t.Object({
   items: t.Array(
@@ -101,11 +112,13 @@ export const ConversationList = t.Object({
       title: t.String(),
       last_message: t.String(),
       updated_at: t.String({ format: 'date-time' }),
+      is_archived: t.Boolean(),
+      created_at: t.String({ format: 'date-time' }),
     }),
   ),
   limit: t.Integer(),
   offset: t.Integer(),
-  total: t.Integer(),
+  total: t.Integer({ description: 'How many conversations of the listed kind there are.' }),
 })
 
 const Content = t.Object({ content_type: t.String(), parts: t.Array(t.String()) })

@@ -9,11 +9,12 @@ import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
+import { isOwnConversation } from './conversations-repository.ts'
 import type { ListPage } from './list-cache.ts'
+import { createManagement } from './management.ts'
 import type { ModelProvider } from './model/provider.ts'
 import { type ConversationObserver, silentObserver } from './observer.ts'
 import { conversationDetail, conversationList } from './reads.ts'
-import { isOwnConversation } from './repository.ts'
 import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
 import { acceptTurn } from './turn/accept.ts'
@@ -35,6 +36,8 @@ export interface ConversationServiceOptions {
   maxConversations: number
   /** With in-process logs: how often a streaming reply is saved to the database. */
   checkpointMs?: number
+  /** How long a delete waits for the turns it stopped to end (default 5 s). */
+  deleteStopWaitMs?: number
   newId?: () => string
   warn?: (message: string, error: unknown) => void
   /** Told of turns and streams (logs, metrics); silent when absent. */
@@ -217,6 +220,16 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     detail: (userId: string, conversationId: string) =>
       conversationDetail(deps, userId, conversationId),
+
+    /** Rename, archive, delete (stopping running turns first), search, feedback (CONTRACT §11). */
+    manage: createManagement({
+      ...deps,
+      stops: options.stops,
+      stopWaitMs: options.deleteStopWaitMs ?? 5_000,
+    }),
+
+    /** The model replies come from. */
+    modelSlug: options.model.slug,
 
     /**
      * Starts looking for turns whose runner died (a crashed process, another

@@ -2,7 +2,7 @@
 // id, the branch from the top of the tree down to a message, and the whole
 // tree for the detail read. Plain SQL that runs on postgres.js and PGlite.
 import type { Queryable } from '../storage/db.ts'
-import type { StoredMessage, TextContent } from './messages.ts'
+import { orderedContent, type StoredMessage, type TextContent } from './messages.ts'
 
 /** Where a message sits in the tree. */
 export interface TreePlace {
@@ -18,12 +18,6 @@ export interface TreeRow extends TreePlace {
   metadata: Record<string, unknown>
   createdAt: Date
 }
-
-/** jsonb does not keep key order; clients expect `content_type` before `parts`. */
-const textContent = (stored: TextContent): TextContent => ({
-  content_type: stored.content_type,
-  parts: stored.parts,
-})
 
 /** The message `id` of the conversation, or undefined when it has none by that id. */
 export async function findMessage(
@@ -71,7 +65,7 @@ export async function branchTo(
   return rows.map((row) => ({
     id: row.id,
     role: row.role,
-    content: textContent(row.content),
+    content: orderedContent(row.content),
     createTime: row.created_at.getTime() / 1000,
     parentId: row.parent_id,
   }))
@@ -111,7 +105,7 @@ export async function readTree(
       id: row.id,
       parentId: row.parent_id,
       role: row.role,
-      content: textContent(row.content),
+      content: orderedContent(row.content),
       status: row.status,
       metadata: row.metadata,
       createdAt: row.created_at,

@@ -243,3 +243,23 @@ export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<Store
 function textContent(text: string | string[]): TextContent {
   return { content_type: 'text', parts: typeof text === 'string' ? [text] : text }
 }
+
+/**
+ * Records a stop for every unfinished turn of the user's conversation (or of
+ * all the user's conversations when `conversationId` is undefined), before
+ * they are deleted; returns those turns.
+ */
+export async function requestStopAll(
+  db: Queryable,
+  userId: string,
+  conversationId: string | undefined,
+): Promise<{ conversationId: string; messageId: string }[]> {
+  const rows = await db.query<{ conversation_id: string; id: string }>(
+    `UPDATE messages m SET stop_requested = true FROM conversations c
+      WHERE c.id = m.conversation_id AND c.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2::uuid)
+        AND m.status = 'in_progress'
+      RETURNING m.conversation_id, m.id`,
+    [userId, conversationId ?? null],
+  )
+  return rows.map((row) => ({ conversationId: row.conversation_id, messageId: row.id }))
+}

@@ -81,7 +81,14 @@ for (const backend of appBackends())
     }
 
     interface ListBody {
-      items: { id: string; title: string; last_message: string; updated_at: string }[]
+      items: {
+        id: string
+        title: string
+        last_message: string
+        updated_at: string
+        is_archived: boolean
+        created_at: string
+      }[]
       limit: number
       offset: number
       total: number
@@ -114,9 +121,19 @@ for (const backend of appBackends())
         expect(body.total).toBe(3)
         expect(body.items.map((i) => i.id)).toEqual([ids[0], ids[2], ids[1]])
         const first = body.items[0]
-        expect(Object.keys(first ?? {})).toEqual(['id', 'title', 'last_message', 'updated_at'])
+        expect(Object.keys(first ?? {})).toEqual([
+          'id',
+          'title',
+          'last_message',
+          'updated_at',
+          'is_archived',
+          'created_at',
+        ])
         expect(first?.title).toBe('first topic')
+        expect(first?.is_archived).toBe(false)
         expect(first?.updated_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+        expect(first?.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+        expect(first && first.created_at < first.updated_at).toBe(true)
         // The newest message of the first conversation is the assistant's reply.
         expect(first?.last_message).toContain('back to the first')
       })
@@ -183,9 +200,34 @@ for (const backend of appBackends())
           '?offset=x',
           '?order=oldest',
           '?limit=1.5',
-        ])
-          expect((await list(user, q)).response.status).toBe(422)
+          '?is_archived=yes',
+          '?is_archived=1',
+          '?is_archived=',
+          '?limit=28&is_archived=FALSE',
+        ]) {
+          const { response, body } = await list(user, q)
+          expect(response.status).toBe(422)
+          expect((body as unknown as { detail: string }).detail).toMatch(
+            /"(limit|offset|order|is_archived)"/,
+          )
+        }
         expect((await list(newUser())).body).toEqual({ items: [], limit: 20, offset: 0, total: 0 })
+      })
+
+      test("unknown query parameters are ignored: the web sidebar's list call", async () => {
+        const { response, body } = await list(
+          user,
+          '?offset=0&limit=28&order=updated&is_archived=false&is_starred=false&cursor=abc',
+        )
+        expect(response.status).toBe(200)
+        expect(body.limit).toBe(28)
+        expect(body.items.map((i) => i.id)).toEqual([ids[0], ids[2], ids[1]])
+        expect((await list(user, '?is_archived=true')).body).toEqual({
+          items: [],
+          limit: 20,
+          offset: 0,
+          total: 0,
+        })
       })
 
       test('no user is 401', async () => {

@@ -6,14 +6,15 @@ import { call } from '../docstore/harness.ts'
 import { appBackends } from '../support/backends.ts'
 import { conversationApp, type TestApp } from '../support/conversation-app.ts'
 
+interface Operation {
+  requestBody?: { content: Record<string, { schema?: { properties?: object } }> }
+  parameters?: { name: string; in: string; required: boolean }[]
+  security?: Record<string, string[]>[]
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>
+}
 interface OpenApiDocument {
-  paths: Record<
-    string,
-    Record<
-      string,
-      { requestBody?: { content: Record<string, { schema?: { properties?: object } }> } }
-    >
-  >
+  paths: Record<string, Record<string, Operation>>
+  components: { securitySchemes?: Record<string, { type: string; scheme?: string }> }
 }
 
 for (const backend of appBackends())
@@ -36,6 +37,9 @@ for (const backend of appBackends())
           '/backend-api/f/conversation/resume',
           '/backend-api/conversations',
           '/backend-api/conversation/{conversation_id}',
+          '/backend-api/conversations/search',
+          '/backend-api/conversation/message_feedback',
+          '/backend-api/models',
         ])
           expect(paths).toContain(path)
       })
@@ -51,6 +55,71 @@ for (const backend of appBackends())
             properties: true,
           })
         }
+      })
+
+      test('the management routes and the model list are documented with their schemas', async () => {
+        const { body: doc } = await call<OpenApiDocument>(app, 'GET', '/docs/json')
+        const bodyFields = (op: Operation | undefined) =>
+          Object.keys(op?.requestBody?.content['application/json']?.schema?.properties ?? {}).sort()
+        const patchOne = doc.paths['/backend-api/conversation/{conversation_id}']?.patch
+        expect(bodyFields(patchOne)).toEqual(['is_archived', 'is_visible', 'title', 'user_id'])
+        expect(bodyFields(doc.paths['/backend-api/conversations']?.patch)).toEqual([
+          'is_archived',
+          'is_visible',
+          'user_id',
+        ])
+        expect(bodyFields(doc.paths['/backend-api/conversation/message_feedback']?.post)).toEqual([
+          'conversation_id',
+          'message_id',
+          'rating',
+          'text',
+          'user_id',
+        ])
+        const search = doc.paths['/backend-api/conversations/search']?.get
+        expect(search?.parameters).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ name: 'query', in: 'query', required: true }),
+            expect.objectContaining({ name: 'limit', in: 'query', required: false }),
+          ]),
+        )
+        const list = doc.paths['/backend-api/conversations']?.get
+        expect(list?.parameters?.map((p) => p.name)).toContain('is_archived')
+        for (const op of [patchOne, search, doc.paths['/backend-api/models']?.get]) {
+          expect(op?.responses?.['200']?.content?.['application/json']?.schema).toBeDefined()
+          expect(op?.responses?.['401']).toBeDefined()
+        }
+        expect(JSON.stringify(doc.paths['/backend-api/models']?.get?.responses?.['200'])).toContain(
+          'max_tokens',
+        )
+      })
+
+      test('every /backend-api route declares X-User-Id and the bearer scheme; resume its token header', async () => {
+        const { body: doc } = await call<OpenApiDocument>(app, 'GET', '/docs/json')
+        expect(doc.components.securitySchemes?.bearerAuth).toEqual({
+          type: 'http',
+          scheme: 'bearer',
+        })
+        const operations = Object.entries(doc.paths)
+          .filter(([path]) => path.startsWith('/backend-api/'))
+          .flatMap(([path, methods]) =>
+            Object.entries(methods).map(([method, op]) => ({ route: `${method} ${path}`, op })),
+          )
+        expect(operations.length).toBeGreaterThanOrEqual(11)
+        for (const { route, op } of operations) {
+          const headers = (op.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name)
+          expect({ route, userHeader: headers.includes('x-user-id') }).toEqual({
+            route,
+            userHeader: true,
+          })
+          expect({ route, security: op.security }).toEqual({
+            route,
+            security: [{ bearerAuth: [] }, {}],
+          })
+        }
+        const resume = doc.paths['/backend-api/f/conversation/resume']?.post
+        expect(resume?.parameters?.map((p) => `${p.in} ${p.name}`)).toContain(
+          'header x-conduit-token',
+        )
       })
 
       test('the docs pages and the document store answer in the same app', async () => {

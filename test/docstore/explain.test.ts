@@ -2,9 +2,9 @@
 // itself chooses the trigram index for POST /query's exact statement (no
 // enable_seqscan tricks). Needs TEST_DATABASE_URL.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { containsPattern } from '../../plugins/docstore/like-pattern.ts'
 import { SEARCH_SQL, searchDocuments } from '../../plugins/docstore/repository.ts'
 import type { Db } from '../../src/storage/db.ts'
+import { containsPattern } from '../../src/storage/like-pattern.ts'
 import { openPostgresSchema, TEST_DATABASE_URL } from '../support/backends.ts'
 
 const ROWS = 20_000

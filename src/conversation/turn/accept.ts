@@ -5,15 +5,13 @@
 // in-progress row, which becomes the current node: from then on the turn is
 // queued for whichever instance holds the conversation's lease, and the
 // sender reads the log.
+
+import { createConversation, lockOwnConversation } from '../conversations-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
-import {
-  createConversation,
-  ensureUser,
-  insertMessages,
-  lockOwnConversation,
-} from '../repository.ts'
+import { insertMessages } from '../messages-repository.ts'
 import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
+import { ensureUser } from '../users-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction, type SendTarget } from './placement.ts'
 import { prefixFrames } from './prefix.ts'

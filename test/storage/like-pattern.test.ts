@@ -1,6 +1,6 @@
 // containsPattern: the question becomes a literal "contains" pattern.
 import { describe, expect, test } from 'bun:test'
-import { containsPattern } from '../../plugins/docstore/like-pattern.ts'
+import { containsPattern } from '../../src/storage/like-pattern.ts'
 
 describe('containsPattern', () => {
   test.each([

@@ -1,5 +1,6 @@
-// Turns a question into an ILIKE pattern that matches it as a literal
+// Turns text into an ILIKE pattern that matches it as a literal
 // substring: `%`, `_` and the escape character itself lose their meaning.
+// Shared by the document store's query and the conversation search.
 
 /** The escape character named in the query's ESCAPE clause. */
 export const LIKE_ESCAPE = '\\'

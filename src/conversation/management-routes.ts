@@ -1,0 +1,152 @@
+// The conversation management routes (CONTRACT §9 models, §11), mounted by
+// routes.ts under /backend-api: rename, archive and delete (one or all),
+// search, reply feedback, and the model list. They validate, resolve the
+// caller as reads do (X-User-Id, else the user_id query parameter, else the
+// body's user_id; the bearer token with JWT auth), and hand the work to the
+// management service.
+import { Elysia } from 'elysia'
+import type { Authenticator } from '../auth.ts'
+import type { Management } from './management.ts'
+import {
+  ConversationPatch,
+  ConversationsPatch,
+  FeedbackBody,
+  ModelList,
+  requireSomeChange,
+  SearchQuery,
+  SearchResult,
+  Success,
+} from './management-schemas.ts'
+import { wholeNumber } from './query-params.ts'
+import { bearerAuth, claimedReader, conversationIdOf, IdentityHeaders } from './route-helpers.ts'
+import { errorResponses } from './schemas.ts'
+
+export interface ManagementRoutesDeps {
+  manage: Management
+  auth: Authenticator
+  /** The configured model, listed by GET /models. */
+  modelSlug: string
+}
+
+/**
+ * chatgpt.com's `max_tokens` for its default model. This service counts no
+ * tokens (it bounds a send at 100,000 characters); clients only show it.
+ */
+export const REPORTED_MAX_TOKENS = 8191
+
+const success = { success: true as const }
+const tags = ['conversation']
+
+export function managementRoutes({ manage, auth, modelSlug }: ManagementRoutesDeps) {
+  /** The caller: header, then query, then the body's user_id (as a send names it). */
+  const callerOf = (request: Request, query: { user_id?: string }, bodyUserId?: string) =>
+    auth.userOf(request, claimedReader(request, query.user_id) ?? bodyUserId)
+
+  return new Elysia({ name: 'conversation-management' })
+    .patch(
+      '/conversation/:conversation_id',
+      async ({ params, query, body, request }) => {
+        const conversationId = conversationIdOf(params)
+        requireSomeChange(body, ['title', 'is_archived', 'is_visible'])
+        const userId = await callerOf(request, query, body.user_id)
+        await manage.update(userId, conversationId, {
+          title: body.title,
+          isArchived: body.is_archived,
+          delete: body.is_visible === false,
+        })
+        return success
+      },
+      {
+        body: ConversationPatch,
+        headers: IdentityHeaders,
+        response: { 200: Success, ...errorResponses(401, 403, 404, 422) },
+        detail: {
+          ...bearerAuth,
+          tags,
+          summary: 'Rename, archive or unarchive, or delete (is_visible: false) a conversation',
+          description:
+            'A delete stops a reply streaming in the conversation first, then removes the conversation, its messages, cached reads and resumable streams for good.',
+        },
+      },
+    )
+    .patch(
+      '/conversations',
+      async ({ query, body, request }) => {
+        requireSomeChange(body, ['is_archived', 'is_visible'])
+        const userId = await callerOf(request, query, body.user_id)
+        await manage.updateAll(userId, {
+          isArchived: body.is_archived,
+          delete: body.is_visible === false,
+        })
+        return success
+      },
+      {
+        body: ConversationsPatch,
+        headers: IdentityHeaders,
+        response: { 200: Success, ...errorResponses(401, 403, 422) },
+        detail: {
+          ...bearerAuth,
+          tags,
+          summary:
+            "Archive (is_archived: true) or delete (is_visible: false) all the user's conversations",
+        },
+      },
+    )
+    .get(
+      '/conversations/search',
+      async ({ query, request }) => {
+        const limit = wholeNumber('limit', query.limit, 20, 1, 50)
+        const userId = await callerOf(request, query)
+        return { items: await manage.search(userId, query.query, limit) }
+      },
+      {
+        query: SearchQuery,
+        headers: IdentityHeaders,
+        response: { 200: SearchResult, ...errorResponses(401, 403, 422) },
+        detail: {
+          ...bearerAuth,
+          tags,
+          summary: "Search the user's conversation titles and messages, newest update first",
+        },
+      },
+    )
+    .post(
+      '/conversation/message_feedback',
+      async ({ query, body, request }) => {
+        const userId = await callerOf(request, query, body.user_id)
+        await manage.rate({
+          userId,
+          conversationId: body.conversation_id.toLowerCase(),
+          messageId: body.message_id,
+          rating: body.rating,
+          text: body.text,
+        })
+        return success
+      },
+      {
+        body: FeedbackBody,
+        headers: IdentityHeaders,
+        response: { 200: Success, ...errorResponses(401, 403, 404, 422) },
+        detail: {
+          ...bearerAuth,
+          tags,
+          summary: 'Rate a reply; a new rating replaces the last one',
+        },
+      },
+    )
+    .get(
+      '/models',
+      async ({ request }) => {
+        // With JWT auth a token is required, as on every /backend-api route.
+        await auth.optionalUserOf(request, request.headers.get('x-user-id') ?? undefined)
+        return {
+          models: [{ slug: modelSlug, title: modelSlug, max_tokens: REPORTED_MAX_TOKENS }],
+        }
+      },
+      {
+        headers: IdentityHeaders,
+        response: { 200: ModelList, ...errorResponses(401, 403) },
+        detail: { ...bearerAuth, tags, summary: 'The model this service answers with' },
+      },
+    )
+}
