@@ -1,7 +1,8 @@
 // ConversationLeases adapter for Redis (the state database), shared by every
 // instance. Each operation is one Lua script, so check-and-set is atomic:
-// acquire sets the lease key only when absent, renew and release touch it only
-// while it still holds the caller's fencing token. Tokens come from the Redis
+// acquire sets the lease key only when absent (else marks it wanted, in
+// `lease:<conversation>:wanted`), renew and release touch it only while it
+// still holds the caller's fencing token; release reports and clears the mark. Tokens come from the Redis
 // clock in microseconds, bumped past one `fence:last` key, so they increase
 // across conversations, instances, and a wiped or restarted store.
 import { createHash } from 'node:crypto'
@@ -11,7 +12,11 @@ import type { ConversationLeases } from './conversation-leases.ts'
 // Redis >= 5 replicates script effects, not scripts, so TIME followed by a
 // write is allowed without redis.replicate_commands() (a no-op on Redis 7).
 // string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
-const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[3], 1, 'PX', ARGV[1])
+  return false
+end
+redis.call('DEL', KEYS[3])
 local time = redis.call('TIME')
 local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -27,7 +32,8 @@ end
 return 0`
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  return redis.call('DEL', KEYS[2])
 end
 return 0`
 
@@ -69,7 +75,8 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   return {
     async acquire(conversationId, ttlMs) {
       checkTtl(ttlMs)
-      const token = await acquire([leaseKey(conversationId), fenceKey], [ttlMs])
+      const key = leaseKey(conversationId)
+      const token = await acquire([key, fenceKey, `${key}:wanted`], [ttlMs])
       if (token === null) return undefined
       if (typeof token !== 'number' || !Number.isSafeInteger(token))
         throw new RangeError(`fencing token ${String(token)} is not an integer below 2^53`)
@@ -80,7 +87,8 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
       return (await renew([leaseKey(lease.conversationId)], [String(lease.token), ttlMs])) === 1
     },
     async release(lease) {
-      await release([leaseKey(lease.conversationId)], [String(lease.token)])
+      const key = leaseKey(lease.conversationId)
+      return (await release([key, `${key}:wanted`], [String(lease.token)])) === 1
     },
     async isHeld(conversationId) {
       return (await redis.exists(leaseKey(conversationId))) === 1

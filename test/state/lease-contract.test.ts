@@ -127,6 +127,28 @@ for (const backend of leaseBackends()) {
       expect(await leases.acquire(conversationId, LONG)).toBeDefined()
     })
 
+    test('release tells whether an acquire was refused while the grant held the lease', async () => {
+      const conversationId = id()
+      const quiet = (await leases.acquire(conversationId, LONG)) as Lease
+      expect(await leases.release(quiet)).toBe(false)
+
+      const wanted = (await leases.acquire(conversationId, LONG)) as Lease
+      expect(await peer.acquire(conversationId, LONG)).toBeUndefined()
+      expect(await peer.release({ conversationId, token: wanted.token + 1 })).toBe(false)
+      expect(await leases.release(wanted)).toBe(true)
+
+      // The mark belongs to the grant that was asked for: the next one starts clean.
+      const next = (await peer.acquire(conversationId, LONG)) as Lease
+      expect(await peer.release(next)).toBe(false)
+      // A refusal against an expired holder's grant does not reach the next grant.
+      const stale = (await leases.acquire(conversationId, SHORT)) as Lease
+      expect(await peer.acquire(conversationId, LONG)).toBeUndefined()
+      await expire(conversationId)
+      const fresh = (await peer.acquire(conversationId, LONG)) as Lease
+      expect(await leases.release(stale)).toBe(false)
+      expect(await peer.release(fresh)).toBe(false)
+    })
+
     test("a stale grant's release leaves the new holder's lease alone", async () => {
       const conversationId = id()
       const stale = (await leases.acquire(conversationId, SHORT)) as Lease

@@ -1,6 +1,7 @@
-// Running one queued turn for the holder of the conversation's lease: claim
-// it under the lease's fencing token, then either finish a dead runner's turn
-// (recover.ts) or stream the model's reply into the log and store it. With
+// Running one queued turn for the holder of the conversation's lease, once
+// claimed under the lease's fencing token (turn-repository.ts): claim its log
+// too, then either finish a dead runner's turn (recover.ts) or stream the
+// model's reply into the log and store it. With
 // logs that die with the process, the reply so far is also saved to the
 // database every checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
@@ -8,7 +9,7 @@ import { contextForTurn } from '../context.ts'
 import { appendItem, firstTokenMarkerItem, frameOf, type StreamItem } from '../encoding.ts'
 import { type StoredMessage, textOf } from '../messages.ts'
 import { ModelError } from '../model/provider.ts'
-import { checkpointReply, claimTurn, type QueuedTurn, turnInputs } from '../turn-repository.ts'
+import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding } from './finish.ts'
 import { prefixFrames } from './prefix.ts'
@@ -26,10 +27,13 @@ export interface TurnRun {
   inputs?: readonly StoredMessage[]
 }
 
-/** Resolves true once the turn is over, false when it is not this runner's to end. */
-export async function runTurn(deps: TurnDeps, turn: QueuedTurn, run: TurnRun): Promise<boolean> {
-  const claim = await claimTurn(deps.db, turn, run.token)
-  if (!claim) return false
+/** Runs a turn claimed with run.token; resolves true once it is over, false when it is not this runner's to end. */
+export async function runTurn(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  claim: TurnClaim,
+  run: TurnRun,
+): Promise<boolean> {
   let log: TurnLogInfo | undefined
   try {
     log = await deps.logs.claim(turn.messageId, run.token)
