@@ -6,12 +6,13 @@
 // database every checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import { contextForTurn } from '../context.ts'
-import { appendItem, firstTokenMarkerItem, frameOf, type StreamItem } from '../encoding.ts'
+import { appendItem, firstTokenMarkerItem, frameOf } from '../encoding.ts'
 import { type StoredMessage, textOf } from '../messages.ts'
 import { ModelError } from '../model/provider.ts'
 import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding } from './finish.ts'
+import { createLogWriter } from './log-writer.ts'
 import { prefixFrames } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 
@@ -89,7 +90,8 @@ async function streamReply(
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
-  const emit = (item: StreamItem) => deps.logs.append(messageId, [frameOf(item)], run.token)
+  const writer = createLogWriter(deps.logs, messageId, run.token)
+  // The reply as stored in the log so far: what is kept when the turn ends early.
   let text = ''
   let saved = ''
   const checkpoints = deps.logs.durable
@@ -106,6 +108,7 @@ async function streamReply(
   let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
   try {
     const context = await contextForTurn(deps, conversationId, turn.seq, inputs)
+    let started = false
     for await (const chunk of deps.model.stream({
       messages: context.map((message) => ({
         role: message.role,
@@ -116,13 +119,21 @@ async function streamReply(
     })) {
       if (run.signal.aborted) break
       if (chunk === '') continue
-      if (text === '') await emit(firstTokenMarkerItem(conversationId, messageId))
-      await emit(appendItem(chunk))
-      text += chunk
+      if (!started) await writer.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
+      started = true
+      await writer.write(frameOf(appendItem(chunk)), () => {
+        text += chunk
+      })
     }
+    await writer.settle()
     ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
   } catch (error) {
-    if (error instanceof TurnLogFencedError) return false
+    // Appends still in flight land (or fail) before the ending is written.
+    const failure = await writer.settle().then(
+      () => undefined,
+      (cause: unknown) => cause,
+    )
+    if (error instanceof TurnLogFencedError || failure instanceof TurnLogFencedError) return false
     if (run.signal.aborted) ending = { finish: 'interrupted' }
     else {
       if (!(error instanceof ModelError)) deps.warn('turn failed before the reply finished', error)
