@@ -2,7 +2,8 @@
 // busy machine: SQL statements per turn (by statement), Redis commands and
 // Redis time per item streamed (per log item), and this process's CPU per turn. It runs the
 // whole app in this process (requests through app.handle, no sockets) on the
-// Postgres of DATABASE_URL and on a private redis-server started here on a
+// Postgres of DATABASE_URL (whose backends serving this run are found by their
+// application_name, for their CPU time) and on a private redis-server started here on a
 // free loopback port (database 0 the cache, 1 the turn state), so Redis's
 // counters hold nothing but this run.
 //
@@ -104,8 +105,29 @@ const admin = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 50 })
 admin.on('error', () => {})
 await admin.ping()
 
+/** CPU seconds of the Postgres backends serving this run (by application_name), by pid. */
+async function postgresCpu(db: Db, applicationName: string): Promise<Map<number, number>> {
+  const rows = await db.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
+    [applicationName],
+  )
+  const seconds = new Map<number, number>()
+  for (const { pid } of rows) {
+    const stat = await Bun.file(`/proc/${pid}/stat`)
+      .text()
+      .catch(() => '')
+    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks (100/s).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    seconds.set(pid, (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / 100)
+  }
+  return seconds
+}
+
 const counts = new Map<string, number>()
-const rawDb = createPostgresDb(databaseUrl)
+const applicationName = `turn-cost-${port}`
+const url = new URL(databaseUrl)
+url.searchParams.set('application_name', applicationName)
+const rawDb = createPostgresDb(url.toString())
 await migrate(rawDb)
 const db = countingDb(rawDb, counts)
 const config = loadConfig({
@@ -169,10 +191,14 @@ try {
   counts.clear()
   await admin.config('RESETSTAT')
   const redisBefore = await redisCounters(admin)
+  const pgBefore = await postgresCpu(rawDb, applicationName)
   const cpuBefore = process.cpuUsage()
   const { logItems, seconds } = await run(turns)
   const cpu = process.cpuUsage(cpuBefore)
   const redisAfter = await redisCounters(admin)
+  const pgAfter = await postgresCpu(rawDb, applicationName)
+  let pgSeconds = 0
+  for (const [pid, seconds] of pgAfter) pgSeconds += seconds - (pgBefore.get(pid) ?? 0)
   const commands = [...redisAfter.commands]
     .filter(([name]) => name !== 'info' && name !== 'config')
     .map(([name, { calls, usec }]) => ({ name, calls, usec }))
@@ -187,6 +213,8 @@ try {
     seconds: +seconds.toFixed(1),
     processCpuMsPerTurn: +((cpu.user + cpu.system) / 1000 / turns).toFixed(2),
     sqlStatementsPerTurn: +(statements / turns).toFixed(2),
+    // The backends' own CPU (not the WAL writer's or other shared processes').
+    postgresCpuMsPerTurn: +((pgSeconds * 1000) / turns).toFixed(2),
     redisCommandsPerTurn: +(redisCalls / turns).toFixed(1),
     redisCommandsPerLogItem: +(redisCalls / logItems).toFixed(2),
     redisCpuUsecPerLogItem: +(
