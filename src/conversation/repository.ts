@@ -1,7 +1,6 @@
 // SQL for users, conversations and messages. Plain parameterized SQL that runs
 // unchanged on postgres.js and PGlite.
-import { conflict, notFound } from '../errors.ts'
-import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../storage/db.ts'
+import type { Queryable } from '../storage/db.ts'
 import type { StoredMessage, TextContent } from './messages.ts'
 
 export interface ConversationRow {
@@ -20,83 +19,11 @@ export interface HistoryRow {
   createdAt: Date
 }
 
-const missing = () => notFound('Conversation not found.')
-
-const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
-
 /** jsonb does not keep key order; clients expect `content_type` before `parts`. */
 const textContent = (stored: TextContent): TextContent => ({
   content_type: stored.content_type,
   parts: stored.parts,
 })
-
-export async function ensureUser(tx: Queryable, userId: string): Promise<void> {
-  await tx.query('INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [userId])
-}
-
-export async function createConversation(
-  tx: Queryable,
-  id: string,
-  userId: string,
-  title: string,
-  at: Date,
-): Promise<void> {
-  await tx.query(
-    'INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)',
-    [id, userId, title, at],
-  )
-}
-
-/**
- * Locks the user's conversation for this transaction; a missing conversation
- * and someone else's answer the same 404.
- */
-export async function lockOwnConversation(
-  tx: Queryable,
-  id: string,
-  userId: string,
-): Promise<void> {
-  const rows = await tx.query<{ user_id: string }>(
-    'SELECT user_id FROM conversations WHERE id = $1 FOR UPDATE',
-    [id],
-  )
-  if (rows[0]?.user_id !== userId) throw missing()
-}
-
-/** Stores messages in order and bumps the conversation; a repeated id is a 409. */
-export async function insertMessages(
-  tx: Queryable,
-  conversationId: string,
-  messages: readonly StoredMessage[],
-  status: string,
-): Promise<void> {
-  for (const message of messages) {
-    try {
-      await tx.query(
-        `INSERT INTO messages (id, conversation_id, role, content, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $6)`,
-        [
-          message.id,
-          conversationId,
-          message.role,
-          JSON.stringify(message.content),
-          status,
-          toDate(message.createTime),
-        ],
-      )
-    } catch (error) {
-      if (sqlState(error) === UNIQUE_VIOLATION)
-        throw conflict(`A message with id "${message.id}" is already in this conversation.`)
-      throw error
-    }
-  }
-  const last = messages.at(-1)
-  if (last)
-    await tx.query('UPDATE conversations SET updated_at = $2 WHERE id = $1', [
-      conversationId,
-      toDate(last.createTime),
-    ])
-}
 
 /** Every conversation of the user with its newest message, newest update first. */
 export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {

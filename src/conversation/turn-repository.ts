@@ -2,7 +2,8 @@
 // row from the moment its send is accepted; the in-progress rows of a
 // conversation, in seq order, are its queue; a runner claims a row with its
 // lease's fencing token and writes the reply only while the row holds it.
-import type { Queryable } from '../storage/db.ts'
+import { conflict, notFound } from '../errors.ts'
+import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../storage/db.ts'
 import { type FinishType, statusOf } from './encoding.ts'
 import type { StoredMessage, TextContent } from './messages.ts'
 
@@ -29,17 +30,109 @@ export interface ReplyMetadata {
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 
-/** Stores the in-progress reply row of a turn being accepted. */
-export async function insertReplyPlaceholder(
-  tx: Queryable,
+/** What accepting a send stores: its user messages and the reply's in-progress row. */
+export interface AcceptedTurnRows {
+  userId: string
+  conversationId: string
+  /** Set when the send creates the conversation: its title. */
+  newTitle?: string
+  /** The user messages, in order. */
+  inputs: readonly StoredMessage[]
+  reply: { id: string; createTime: number; metadata: ReplyMetadata }
+}
+
+// The messages of a send, user messages then the reply, inserted in order (so in seq order).
+const INSERT_MESSAGES = `INSERT INTO messages (id, conversation_id, role, content, status, metadata, created_at, updated_at)
+  SELECT m.id, conv.id, m.role, m.content, m.status, m.metadata, m.at, m.at
+    FROM conv, ROWS FROM (jsonb_to_recordset($3::text::jsonb)
+           AS (id text, role text, content jsonb, status text, metadata jsonb, at timestamptz))
+         WITH ORDINALITY AS m(id, role, content, status, metadata, at, n)
+   ORDER BY m.n
+  RETURNING 1`
+
+/**
+ * Stores an accepted send in one statement, so one round trip and no
+ * transaction: the user and the conversation when the send creates it (else
+ * the user's conversation, locked so concurrent sends take seqs in turn, and
+ * its update time bumped), the user messages in order, then the reply's
+ * in-progress row. Throws 404 when the conversation is not the user's, 409
+ * when a message id is already in it.
+ */
+export async function storeAcceptedTurn(db: Queryable, turn: AcceptedTurnRows): Promise<void> {
+  const first = turn.inputs[0]
+  const last = turn.inputs.at(-1)
+  if (!first || !last) throw new Error('storeAcceptedTurn: a send needs at least one message')
+  const rows = JSON.stringify([
+    ...turn.inputs.map((message) => ({
+      id: message.id,
+      role: 'user',
+      content: message.content,
+      status: 'finished_successfully',
+      metadata: {},
+      at: toDate(message.createTime),
+    })),
+    {
+      id: turn.reply.id,
+      role: 'assistant',
+      content: { content_type: 'text', parts: [''] },
+      status: 'in_progress',
+      metadata: turn.reply.metadata,
+      at: toDate(turn.reply.createTime),
+    },
+  ])
+  const { userId, conversationId } = turn
+  let stored: { stored: number }[]
+  try {
+    stored =
+      turn.newTitle === undefined
+        ? await db.query(
+            `WITH conv AS (
+               SELECT id FROM conversations WHERE id = $2 AND user_id = $1 FOR UPDATE),
+             inserted AS (${INSERT_MESSAGES}),
+             bumped AS (UPDATE conversations c SET updated_at = $4 FROM conv WHERE c.id = conv.id)
+             SELECT count(*)::int AS stored FROM inserted`,
+            [userId, conversationId, rows, toDate(last.createTime)],
+          )
+        : await db.query(
+            `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
+             conv AS (
+               INSERT INTO conversations (id, user_id, title, created_at, updated_at)
+               VALUES ($2, $1, $4, $5, $6) RETURNING id),
+             inserted AS (${INSERT_MESSAGES})
+             SELECT count(*)::int AS stored FROM inserted`,
+            [
+              userId,
+              conversationId,
+              rows,
+              turn.newTitle,
+              toDate(first.createTime),
+              toDate(last.createTime),
+            ],
+          )
+  } catch (error) {
+    if (sqlState(error) !== UNIQUE_VIOLATION) throw error
+    const id = await storedTwice(db, conversationId, turn.inputs)
+    throw conflict(`A message with id "${id}" is already in this conversation.`)
+  }
+  if (stored[0]?.stored === 0) throw notFound('Conversation not found.')
+}
+
+/** The first of a refused send's message ids that it repeats or that the conversation holds. */
+async function storedTwice(
+  db: Queryable,
   conversationId: string,
-  reply: { id: string; createTime: number; metadata: ReplyMetadata },
-): Promise<void> {
-  await tx.query(
-    `INSERT INTO messages (id, conversation_id, role, content, status, metadata, created_at, updated_at)
-     VALUES ($1, $2, 'assistant', '{"content_type":"text","parts":[""]}', 'in_progress', $3::text::jsonb, $4, $4)`,
-    [reply.id, conversationId, JSON.stringify(reply.metadata), toDate(reply.createTime)],
+  inputs: readonly StoredMessage[],
+): Promise<string | undefined> {
+  const ids = inputs.map((message) => message.id)
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
+  if (repeated !== undefined) return repeated
+  const rows = await db.query<{ id: string }>(
+    `SELECT id FROM messages
+      WHERE conversation_id = $1 AND id IN (SELECT jsonb_array_elements_text($2::text::jsonb))`,
+    [conversationId, JSON.stringify(ids)],
   )
+  const held = new Set(rows.map((row) => row.id))
+  return ids.find((id) => held.has(id)) ?? ids[0]
 }
 
 type TurnRow = {

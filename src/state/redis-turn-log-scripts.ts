@@ -7,7 +7,8 @@
 // Keys:
 //   <prefix>{<messageId>}       stream: the items, then an end entry
 //   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length,
-//                               finished, renewAt (when the open expiry is next renewed)
+//                               finished, renewAt (when the open expiry is next
+//                               renewed; absent until the stream exists)
 // The meta hash exists exactly as long as the log does; the stream only once
 // something was written. Both always carry the same expiry.
 //
@@ -51,12 +52,22 @@ const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
 
-/** KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs. */
+/**
+ * KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs, nowMs, items...
+ * Creates the log with its first items, if any (see WRITE_SCRIPT for renewAt).
+ */
 export const OPEN_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('${EXISTS}') end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0, 'length', 0, 'finished', 0)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local openTtl = tonumber(ARGV[3])
+for i = 5, #ARGV do redis.call('XADD', KEYS[2], (i - 4) .. '-0', 'i', ARGV[i]) end
+redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0,
+  'length', #ARGV - 4, 'finished', 0)
+redis.call('PEXPIRE', KEYS[1], openTtl)
+if #ARGV > 4 then
+  redis.call('HSET', KEYS[1], 'renewAt', tonumber(ARGV[4]) + math.floor(openTtl / 2))
+  redis.call('PEXPIRE', KEYS[2], openTtl)
+end
 return 1`
 
 /**
@@ -73,8 +84,8 @@ return 1`
  * at the meta's `length`: XADD itself refuses an id at or below the stream's
  * last, so a stream ahead of its meta is caught without reading it. The open
  * expiry is renewed on both keys only when the meta's `renewAt` has passed
- * (half the open expiry after the last renewal; the first append, which
- * creates the stream, always renews): an open log expires between half and
+ * (half the open expiry after the last renewal; a log opened without items
+ * has none, so the append that creates its stream renews): an open log expires between half and
  * all of openTtlMs after its last append. A finish adds the end entry and sets
  * the retention expiry; finishing a finished log changes nothing.
  */

@@ -71,13 +71,13 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   return {
     durable: true,
 
-    async open({ messageId, conversationId, userId }) {
+    async open({ messageId, conversationId, userId }, items = []) {
       assertOpen()
       const { meta, stream } = keys(messageId)
       await redis
-        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs)
+        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs, Date.now(), ...items)
         .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
-      mirrors.opened(messageId)
+      mirrors.opened(messageId, items)
     },
 
     async append(messageId, items, fence) {

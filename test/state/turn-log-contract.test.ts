@@ -135,6 +135,20 @@ for (const backend of turnLogBackends()) {
       expect(await store.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
     })
 
+    test('a log opened with items holds them at once; appends follow them', async () => {
+      const id = identity()
+      await store.open(id, ['p0', 'p1'])
+      expect(await other.info(id.messageId)).toEqual({ ...id, length: 2, finished: false })
+      const reader = other.read(id.messageId, 1)
+      expect((await reader.next()).value).toBe('p1')
+      await store.append(id.messageId, ['a'], 0)
+      expect((await reader.next()).value).toBe('a')
+      await store.finish(id.messageId, 0)
+      expect(await collect(reader)).toEqual([])
+      expect(await collect(store.read(id.messageId, 0))).toEqual(['p0', 'p1', 'a'])
+      await expect(store.open(id, ['x'])).rejects.toThrow()
+    })
+
     test('reading a finished log from every offset yields exactly the rest, once', async () => {
       const items = ['0', '1', '2', '3', '4']
       const messageId = await logWith(store, items, true)
@@ -382,6 +396,24 @@ for (const backend of turnLogBackends()) {
         for (const ttl of await pttls(messageId)) {
           expect(ttl).toBeGreaterThan(0)
           expect(ttl).toBeLessThanOrEqual(RETENTION_MS)
+        }
+      })
+
+      test('a log opened with items expires after openTtlMs, both keys', async () => {
+        const id = identity()
+        await store.open(id, ['p0'])
+        for (const ttl of await pttls(id.messageId)) {
+          expect(ttl).toBeGreaterThan(RETENTION_MS)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
+        }
+      })
+
+      test('a log opened empty gets its stream an expiry with its first append', async () => {
+        const messageId = await logWith(store, [])
+        await store.append(messageId, ['a'], 0)
+        for (const ttl of await pttls(messageId)) {
+          expect(ttl).toBeGreaterThan(RETENTION_MS)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
         }
       })
 

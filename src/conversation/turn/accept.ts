@@ -1,17 +1,11 @@
 // Accepting a send: the only step that can still fail with a plain HTTP error
 // (404, 409). It opens the turn's log with the stream's first items, then
-// stores the user messages and the reply's in-progress row in one
-// transaction: from then on the turn is queued for whichever instance holds
-// the conversation's lease, and the sender reads the log.
+// stores the user messages and the reply's in-progress row in one statement:
+// from then on the turn is queued for whichever instance holds the
+// conversation's lease, and the sender reads the log.
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
-import {
-  createConversation,
-  ensureUser,
-  insertMessages,
-  lockOwnConversation,
-} from '../repository.ts'
-import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
+import { type ReplyMetadata, storeAcceptedTurn } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { prefixFrames } from './prefix.ts'
 
@@ -55,33 +49,24 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   const token = await deps.tokens.sign({ userId, conversationId, messageId })
 
   // The log exists before the turn is queued, so its runner always finds it.
-  await deps.logs.open({ messageId, conversationId, userId })
-  try {
-    await deps.logs.append(
+  await deps.logs.open(
+    { messageId, conversationId, userId },
+    prefixFrames({
+      conversationId,
       messageId,
-      prefixFrames({
-        conversationId,
-        messageId,
-        createTime,
-        modelSlug: deps.model.slug,
-        inputs,
-        token,
-      }),
-      0,
-    )
-    await deps.db.transaction(async (tx) => {
-      await ensureUser(tx, userId)
-      if (input.isNew)
-        await createConversation(
-          tx,
-          conversationId,
-          userId,
-          titleFrom(textOf(first.content)),
-          new Date(first.createTime * 1000),
-        )
-      else await lockOwnConversation(tx, conversationId, userId)
-      await insertMessages(tx, conversationId, inputs, 'finished_successfully')
-      await insertReplyPlaceholder(tx, conversationId, { id: messageId, createTime, metadata })
+      createTime,
+      modelSlug: deps.model.slug,
+      inputs,
+      token,
+    }),
+  )
+  try {
+    await storeAcceptedTurn(deps.db, {
+      userId,
+      conversationId,
+      ...(input.isNew ? { newTitle: titleFrom(textOf(first.content)) } : {}),
+      inputs,
+      reply: { id: messageId, createTime, metadata },
     })
   } catch (error) {
     await deps.logs

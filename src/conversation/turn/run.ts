@@ -66,10 +66,9 @@ async function reopenLog(
   token: number,
 ): Promise<void> {
   const { messageId, conversationId, userId } = turn
-  await deps.logs.open({ messageId, conversationId, userId })
   const resumeToken = await deps.tokens.sign({ userId, conversationId, messageId })
-  await deps.logs.append(
-    messageId,
+  await deps.logs.open(
+    { messageId, conversationId, userId },
     prefixFrames({
       conversationId,
       messageId,
@@ -78,7 +77,6 @@ async function reopenLog(
       inputs,
       token: resumeToken,
     }),
-    0,
   )
   await deps.logs.claim(messageId, token)
 }
