@@ -2,7 +2,9 @@
 // instance. Each operation is one Lua script, so check-and-set is atomic:
 // acquire sets the lease key only when absent (else marks it wanted, in
 // `lease:<conversation>:wanted`), renew and release touch it only while it
-// still holds the caller's fencing token; release reports and clears the mark. Tokens come from the Redis
+// still holds the caller's fencing token; release reports and clears the mark.
+// Renewals asked for in one tick (a runner renews all its leases at once) go
+// out as one script call. Tokens come from the Redis
 // clock in microseconds, bumped past one `fence:last` key, so they increase
 // across conversations, instances, and a wiped or restarted store.
 import { createHash } from 'node:crypto'
@@ -26,10 +28,26 @@ redis.call('SET', KEYS[2], text)
 redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
 return token`
 
-const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+// Renews any number of leases: KEYS the lease keys, ARGV the ttl then each key's token.
+const RENEW = `local held = {}
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i + 1] then
+    held[i] = redis.call('PEXPIRE', KEYS[i], ARGV[1])
+  else
+    held[i] = 0
+  end
 end
-return 0`
+return held`
+
+/** Leases renewed in one script call at most (a bigger tick's renewals take several). */
+const MAX_RENEWALS_PER_CALL = 1_000
+
+interface Renewal {
+  key: string
+  token: string
+  resolve: (held: boolean) => void
+  reject: (error: unknown) => void
+}
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -69,8 +87,31 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   const fenceKey = `${prefix}fence:last`
   const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
   const acquire = scriptRunner(redis, ACQUIRE)
-  const renew = scriptRunner(redis, RENEW)
+  const renewMany = scriptRunner(redis, RENEW)
   const release = scriptRunner(redis, RELEASE)
+  /** Renewals of this tick, by ttl. */
+  let queued = new Map<number, Renewal[]>()
+
+  async function renewTogether(ttlMs: number, renewals: Renewal[]): Promise<void> {
+    try {
+      const held = await renewMany(
+        renewals.map((renewal) => renewal.key),
+        [ttlMs, ...renewals.map((renewal) => renewal.token)],
+      )
+      if (!Array.isArray(held)) throw new Error('unexpected reply to a lease renewal')
+      for (const [index, renewal] of renewals.entries()) renewal.resolve(held[index] === 1)
+    } catch (error) {
+      for (const renewal of renewals) renewal.reject(error)
+    }
+  }
+
+  function flushRenewals(): void {
+    const batch = queued
+    queued = new Map()
+    for (const [ttlMs, renewals] of batch)
+      for (let start = 0; start < renewals.length; start += MAX_RENEWALS_PER_CALL)
+        void renewTogether(ttlMs, renewals.slice(start, start + MAX_RENEWALS_PER_CALL))
+  }
 
   return {
     async acquire(conversationId, ttlMs) {
@@ -84,7 +125,17 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
     },
     async renew(lease, ttlMs) {
       checkTtl(ttlMs)
-      return (await renew([leaseKey(lease.conversationId)], [String(lease.token), ttlMs])) === 1
+      return await new Promise<boolean>((resolve, reject) => {
+        if (queued.size === 0) queueMicrotask(flushRenewals)
+        const renewals = queued.get(ttlMs) ?? []
+        queued.set(ttlMs, renewals)
+        renewals.push({
+          key: leaseKey(lease.conversationId),
+          token: String(lease.token),
+          resolve,
+          reject,
+        })
+      })
     },
     async release(lease) {
       const key = leaseKey(lease.conversationId)

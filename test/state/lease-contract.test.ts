@@ -115,6 +115,26 @@ for (const backend of leaseBackends()) {
       expect(await peer.renew(second, LONG)).toBe(true)
     })
 
+    test('renewals asked for together are each answered for their own grant', async () => {
+      const held = (await leases.acquire(id(), LONG)) as Lease
+      const released = (await leases.acquire(id(), LONG)) as Lease
+      await leases.release(released)
+      const stale = (await leases.acquire(id(), SHORT)) as Lease
+      await expire(stale.conversationId)
+      const taken = (await peer.acquire(stale.conversationId, LONG)) as Lease
+      const unknown = { conversationId: id(), token: held.token }
+      expect(
+        await Promise.all([
+          leases.renew(held, LONG),
+          leases.renew(released, LONG),
+          leases.renew(stale, SHORT),
+          leases.renew(unknown, LONG),
+          peer.renew(taken, LONG),
+        ]),
+      ).toEqual([true, false, false, false, true])
+      expect(await peer.acquire(held.conversationId, LONG)).toBeUndefined()
+    })
+
     test('release frees the lease for its holder only', async () => {
       const conversationId = id()
       const lease = (await leases.acquire(conversationId, LONG)) as Lease
