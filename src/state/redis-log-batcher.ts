@@ -142,19 +142,23 @@ export class RedisLogBatcher {
   }
 }
 
-/** Calls in order, cut into script calls of at most MAX_ITEMS_PER_CALL items (at least one call each). */
+/**
+ * Calls in order, cut into script calls of at most MAX_ITEMS_PER_CALL items
+ * (a finish counts as one; a script holds at least one call).
+ */
 function splitIntoScripts(calls: Call[]): Call[][] {
   const scripts: Call[][] = []
   let current: Call[] = []
   let items = 0
   for (const call of calls) {
-    if (current.length > 0 && items + call.items.length > MAX_ITEMS_PER_CALL) {
+    const weight = Math.max(1, call.items.length)
+    if (current.length > 0 && items + weight > MAX_ITEMS_PER_CALL) {
       scripts.push(current)
       current = []
       items = 0
     }
     current.push(call)
-    items += call.items.length
+    items += weight
   }
   if (current.length > 0) scripts.push(current)
   return scripts

@@ -503,13 +503,26 @@ for (const backend of turnLogBackends()) {
           const second = Promise.all(ids.map((messageId) => batched.append(messageId, ['d'], 0)))
           await Promise.all([first, second])
           expect(pipelines).toHaveBeenCalledTimes(3)
+          // 1,250 items at once: still one pipeline, its writes cut into two script calls, in order.
+          const many = Array.from({ length: 25 }, (_, index) => `e${index}`)
+          scriptCalls = 0
+          await Promise.all(ids.map((messageId) => batched.append(messageId, many, 0)))
+          expect(pipelines).toHaveBeenCalledTimes(4)
+          expect(scriptCalls).toBe(2)
         } finally {
           pipelines.mockRestore()
           evals.mockRestore()
           await batched.close()
           await client.quit()
         }
-        expect(await other.readAll(ids[49] ?? '')).toEqual(['a', 'b', 'c', 'd'])
+        for (const messageId of [ids[0], ids[49]])
+          expect(await other.readAll(messageId ?? '')).toEqual([
+            'a',
+            'b',
+            'c',
+            'd',
+            ...Array.from({ length: 25 }, (_, index) => `e${index}`),
+          ])
       })
     }
   })
