@@ -1,9 +1,9 @@
 // Running one queued turn for the holder of the conversation's lease, once
 // claimed under the lease's fencing token (turn-repository.ts): claim its log
 // too, then either finish a dead runner's turn (recover.ts) or stream the
-// model's reply into the log and store it. With
-// logs that die with the process, the reply so far is also saved to the
-// database every checkpointMs, so a crash loses at most that much text.
+// model's reply into the log (log-writer.ts) and store it. With logs that die
+// with the process, the reply so far is also saved to the database every
+// checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import { contextForTurn } from '../context.ts'
 import { appendItem, firstTokenMarkerItem, frameOf } from '../encoding.ts'
