@@ -100,6 +100,8 @@ const redisServer = spawn(
   ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
   { stdio: 'ignore' },
 )
+// Also when setting up fails before the cleanup below is reached.
+process.on('exit', () => redisServer.kill())
 // Retries until the new server listens; commands wait in the offline queue.
 const admin = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 50 })
 admin.on('error', () => {})

@@ -39,6 +39,8 @@ const redisServer = spawn(
   ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
   { stdio: 'ignore' },
 )
+// Also when setting up fails before the cleanup below is reached.
+process.on('exit', () => redisServer.kill())
 // As the state store's client is configured (state.ts); retries until the server listens.
 const redis = new Redis({
   port,
