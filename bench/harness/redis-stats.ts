@@ -1,8 +1,9 @@
 // Redis's own counters around a scenario: calls and time per command (INFO
 // commandstats), commands and bytes in total, and the server's CPU time. They
 // show what the turn logs cost Redis per streamed item, and whether writes go
-// out batched: the log batcher sends two `SCRIPT LOAD`s per pipeline, so
-// their count tells the round trips, and EVALSHA calls the script calls.
+// out batched: the log batcher sends one `SCRIPT LOAD` per pipeline, so its
+// count tells the round trips, and EVALSHA calls the script calls (one per
+// pipeline unless a batch holds more than 1,000 items).
 // Counters are server-wide: other users of the same Redis show in them too.
 import Redis from 'ioredis'
 

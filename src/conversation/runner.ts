@@ -5,12 +5,19 @@
 // queue is empty. It renews its leases, aborts a turn on a stop request or on
 // losing the lease, sweeps for conversations whose runner died, and on
 // shutdown lets running turns finish within a grace period, then stops them.
+//
+// Looking for work costs one statement per turn: claiming the next turn also
+// tells whether more follow. A turn queued after that is noticed without
+// asking the database each time: one accepted here marks the running drive
+// `pending`; one accepted on another instance finds the lease held, which
+// marks the lease wanted and makes release() say so. Only then does the
+// runner look again after giving the lease back.
 import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { StoredMessage } from './messages.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { type AbortReason, runTurn } from './turn/run.ts'
-import { conversationsWithTurns, nextTurn } from './turn-repository.ts'
+import { claimNextTurn, conversationsWithTurns, nextTurn } from './turn-repository.ts'
 
 export interface RunnerDeps extends TurnDeps {
   leases: ConversationLeases
@@ -25,6 +32,8 @@ interface Drive {
   inputs: Map<string, readonly StoredMessage[]>
   /** The turn running now and how to abort it. */
   current?: { messageId: string; abort: AbortController }
+  /** A turn was accepted here since the drive last looked at the queue. */
+  pending: boolean
   lost: boolean
   done: Promise<void>
 }
@@ -45,50 +54,64 @@ export function createTurnRunner(deps: RunnerDeps) {
     abortTurn(drives.get(conversationId), 'stop', messageId),
   )
 
+  /** Runs the queue while this process holds the lease; resolves whether to look at the queue again. */
   async function runQueue(conversationId: string, drive: Drive): Promise<boolean> {
     const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
     if (!lease) return false
     drive.lease = lease
+    let drained = false
+    let wanted = true
     try {
-      while (!closing && !drive.lost) {
-        const turn = await nextTurn(deps.db, conversationId)
-        if (!turn) break
+      let more = true
+      while (!closing && !drive.lost && (more || drive.pending)) {
+        drive.pending = false
+        const next = await claimNextTurn(deps.db, conversationId, lease.token)
+        if (!next) break
+        // The oldest turn belongs to a newer lease holder: not this runner's queue any more.
+        if (!next.claim) return false
+        more = next.more
         const abort = new AbortController()
-        drive.current = { messageId: turn.messageId, abort }
-        const over = await runTurn(deps, turn, {
+        drive.current = { messageId: next.turn.messageId, abort }
+        const over = await runTurn(deps, next.turn, next.claim, {
           token: lease.token,
           signal: abort.signal,
-          inputs: drive.inputs.get(turn.messageId),
+          inputs: drive.inputs.get(next.turn.messageId),
         })
-        drive.inputs.delete(turn.messageId)
+        drive.inputs.delete(next.turn.messageId)
         drive.current = undefined
         // A turn this runner cannot end is left to the sweep, not retried in a loop.
         if (!over) return false
       }
+      drained = !closing && !drive.lost
     } finally {
-      await deps.leases
-        .release(lease)
-        .catch((error) => deps.warn('could not release a lease', error))
+      // When release fails, wanted stays true: looking again is the safe side.
+      wanted = await deps.leases.release(lease).catch((error) => {
+        deps.warn('could not release a lease', error)
+        return true
+      })
     }
-    return !closing && !drive.lost
+    return drained && (wanted || drive.pending)
   }
 
   /** Makes sure someone runs the conversation's queued turns: this process, if the lease is free. */
   function kick(conversationId: string): Drive | undefined {
     if (closing) return undefined
     const running = drives.get(conversationId)
-    if (running) return running
-    const drive: Drive = { inputs: new Map(), lost: false, done: Promise.resolve() }
+    if (running) {
+      running.pending = true
+      return running
+    }
+    const drive: Drive = { inputs: new Map(), pending: false, lost: false, done: Promise.resolve() }
     drives.set(conversationId, drive)
     drive.done = runQueue(conversationId, drive)
       .catch((error) => {
         deps.warn('turn runner failed', error)
         return false
       })
-      .then(async (drained) => {
+      .then(async (lookAgain) => {
         drives.delete(conversationId)
         // A send accepted while the lease was being given back is run now.
-        if (drained && (await nextTurn(deps.db, conversationId))) kick(conversationId)
+        if (lookAgain && (await nextTurn(deps.db, conversationId))) kick(conversationId)
       })
       .catch((error) => deps.warn('turn runner failed', error))
     return drive

@@ -119,37 +119,71 @@ export async function conversationsWithTurns(
   return rows.map((row) => row.conversation_id)
 }
 
+/** What claiming a conversation's next turn found. */
+export interface NextTurn {
+  /** The conversation's oldest unfinished turn. */
+  turn: QueuedTurn
+  /** Set when this claim took it; undefined when it is claimed under a newer token. */
+  claim?: TurnClaim
+  /** Whether unfinished turns follow it in the queue. */
+  more: boolean
+}
+
+export interface TurnClaim {
+  /** The token of an earlier claim (a runner that died or lost its lease); null when it never ran. */
+  previousToken: number | null
+  /** The reply as last stored (a checkpoint). */
+  content: TextContent
+  stopRequested: boolean
+}
+
 /**
- * Claims an unfinished turn for the holder of `token`; resolves with the token
- * of an earlier claim (null when the turn never ran), or undefined when the
- * turn is gone, finished, or claimed under a newer token.
+ * Claims the conversation's oldest unfinished turn for the holder of `token`,
+ * in one statement (finding, locking and claiming it, and seeing whether more
+ * follow); undefined when no turn is unfinished.
  */
-export async function claimTurn(
+export async function claimNextTurn(
   db: Queryable,
-  turn: QueuedTurn,
+  conversationId: string,
   token: number,
-): Promise<
-  { previousToken: number | null; content: TextContent; stopRequested: boolean } | undefined
-> {
-  const rows = await db.query<{
-    previous: string | null
-    content: TextContent
-    stop_requested: boolean
-  }>(
-    `WITH old AS (
+): Promise<NextTurn | undefined> {
+  const rows = await db.query<
+    TurnRow & {
+      previous: string | null
+      content: TextContent
+      stop_requested: boolean
+      claimed: boolean
+      more: boolean
+    }
+  >(
+    `WITH next AS (
        SELECT seq, run_token FROM messages
-        WHERE conversation_id = $1 AND id = $2 AND status = 'in_progress'
-          AND (run_token IS NULL OR run_token < $3) FOR UPDATE)
-     UPDATE messages m SET run_token = $3 FROM old WHERE m.seq = old.seq
-     RETURNING old.run_token::text AS previous, m.content, m.stop_requested`,
-    [turn.conversationId, turn.messageId, token],
+        WHERE conversation_id = $1 AND status = 'in_progress' ORDER BY seq LIMIT 1 FOR UPDATE),
+     claimed AS (
+       UPDATE messages m SET run_token = $2 FROM next
+        WHERE m.seq = next.seq AND (next.run_token IS NULL OR next.run_token < $2)
+        RETURNING m.seq)
+     SELECT ${TURN_COLUMNS}, m.run_token::text AS previous, m.content, m.stop_requested,
+            EXISTS (SELECT 1 FROM claimed) AS claimed,
+            EXISTS (SELECT 1 FROM messages later
+                     WHERE later.conversation_id = $1 AND later.status = 'in_progress'
+                       AND later.seq > next.seq) AS more
+       FROM next JOIN messages m ON m.seq = next.seq JOIN conversations c ON c.id = m.conversation_id`,
+    [conversationId, token],
   )
   const row = rows[0]
   if (!row) return undefined
+  // The row as it was before the claim (a statement does not see its own update).
+  const turn = toTurn(row)
+  if (!row.claimed) return { turn, more: row.more }
   return {
-    previousToken: row.previous === null ? null : Number(row.previous),
-    content: row.content,
-    stopRequested: row.stop_requested,
+    turn: { ...turn, runToken: token },
+    claim: {
+      previousToken: row.previous === null ? null : Number(row.previous),
+      content: row.content,
+      stopRequested: row.stop_requested,
+    },
+    more: row.more,
   }
 }
 

@@ -13,12 +13,20 @@ export interface Lease {
 }
 
 export interface ConversationLeases {
-  /** A new lease when nobody holds one on the conversation, else undefined. */
+  /**
+   * A new lease when nobody holds one on the conversation, else undefined;
+   * then the holder's release() reports that the lease was wanted.
+   */
   acquire(conversationId: string, ttlMs: number): Promise<Lease | undefined>
   /** Extends a lease still held by this grant; false when it was lost (expired or taken). */
   renew(lease: Lease, ttlMs: number): Promise<boolean>
-  /** Gives up a lease if this grant still holds it; a no-op otherwise. */
-  release(lease: Lease): Promise<void>
+  /**
+   * Gives up a lease if this grant still holds it (a no-op otherwise).
+   * Resolves true when an acquire was refused while this grant held it: the
+   * one who asked may have queued work and left it to the holder, so the
+   * holder looks again rather than everyone looking every time.
+   */
+  release(lease: Lease): Promise<boolean>
   /** Whether anyone holds a live lease on the conversation. */
   isHeld(conversationId: string): Promise<boolean>
   close(): Promise<void>

@@ -8,6 +8,8 @@ interface Grant {
   token: number
   /** Epoch ms, by the store's clock. */
   expiresAt: number
+  /** An acquire was refused while this grant held the lease. */
+  wanted?: boolean
 }
 
 export interface MemoryLeasesOptions {
@@ -46,7 +48,11 @@ export function createMemoryLeases(options: MemoryLeasesOptions = {}): Conversat
     }
     return grant
   }
-  const heldBy = (lease: Lease) => live(lease.conversationId)?.token === lease.token
+  /** The lease's grant, while it still holds the lease. */
+  const heldBy = (lease: Lease) => {
+    const grant = live(lease.conversationId)
+    return grant?.token === lease.token ? grant : undefined
+  }
   const sweep = () => {
     if (grants.size < SWEEP_THRESHOLD) return
     for (const conversationId of grants.keys()) live(conversationId)
@@ -56,19 +62,25 @@ export function createMemoryLeases(options: MemoryLeasesOptions = {}): Conversat
     async acquire(conversationId, ttlMs) {
       checkTtl(ttlMs)
       sweep()
-      if (live(conversationId) !== undefined) return undefined
+      const held = live(conversationId)
+      if (held !== undefined) {
+        held.wanted = true
+        return undefined
+      }
       const token = nextToken()
       grants.set(conversationId, { token, expiresAt: now() + ttlMs })
       return { conversationId, token }
     },
     async renew(lease, ttlMs) {
       checkTtl(ttlMs)
-      if (!heldBy(lease)) return false
-      grants.set(lease.conversationId, { token: lease.token, expiresAt: now() + ttlMs })
-      return true
+      const grant = heldBy(lease)
+      if (grant) grant.expiresAt = now() + ttlMs
+      return grant !== undefined
     },
     async release(lease) {
-      if (heldBy(lease)) grants.delete(lease.conversationId)
+      const grant = heldBy(lease)
+      if (grant) grants.delete(lease.conversationId)
+      return grant?.wanted === true
     },
     async isHeld(conversationId) {
       return live(conversationId) !== undefined

@@ -71,14 +71,16 @@ export function createMemoryTurnLogs(options: MemoryTurnLogsOptions): TurnLogSto
   return {
     durable: false,
 
-    async open(identity) {
+    async open(identity, items = []) {
       if (closed) throw new Error('turn log store is closed')
       if (get(identity.messageId)) throw new Error(`turn log ${identity.messageId} already exists`)
+      const log = new LocalTurnLog()
+      log.push(items)
       entries.set(identity.messageId, {
         identity: { ...identity },
         fence: 0,
         finishedAt: undefined,
-        log: new LocalTurnLog(),
+        log,
       })
     },
 

@@ -1,7 +1,10 @@
 // ConversationLeases adapter for Redis (the state database), shared by every
 // instance. Each operation is one Lua script, so check-and-set is atomic:
-// acquire sets the lease key only when absent, renew and release touch it only
-// while it still holds the caller's fencing token. Tokens come from the Redis
+// acquire sets the lease key only when absent (else marks it wanted, in
+// `lease:<conversation>:wanted`), renew and release touch it only while it
+// still holds the caller's fencing token; release reports and clears the mark.
+// Renewals asked for in one tick (a runner renews all its leases at once) go
+// out as one script call. Tokens come from the Redis
 // clock in microseconds, bumped past one `fence:last` key, so they increase
 // across conversations, instances, and a wiped or restarted store.
 import { createHash } from 'node:crypto'
@@ -11,7 +14,11 @@ import type { ConversationLeases } from './conversation-leases.ts'
 // Redis >= 5 replicates script effects, not scripts, so TIME followed by a
 // write is allowed without redis.replicate_commands() (a no-op on Redis 7).
 // string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
-const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[3], 1, 'PX', ARGV[1])
+  return false
+end
+redis.call('DEL', KEYS[3])
 local time = redis.call('TIME')
 local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -21,13 +28,30 @@ redis.call('SET', KEYS[2], text)
 redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
 return token`
 
-const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+// Renews any number of leases: KEYS the lease keys, ARGV the ttl then each key's token.
+const RENEW = `local held = {}
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i + 1] then
+    held[i] = redis.call('PEXPIRE', KEYS[i], ARGV[1])
+  else
+    held[i] = 0
+  end
 end
-return 0`
+return held`
+
+/** Leases renewed in one script call at most (a bigger tick's renewals take several). */
+const MAX_RENEWALS_PER_CALL = 1_000
+
+interface Renewal {
+  key: string
+  token: string
+  resolve: (held: boolean) => void
+  reject: (error: unknown) => void
+}
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  return redis.call('DEL', KEYS[2])
 end
 return 0`
 
@@ -63,13 +87,37 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   const fenceKey = `${prefix}fence:last`
   const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
   const acquire = scriptRunner(redis, ACQUIRE)
-  const renew = scriptRunner(redis, RENEW)
+  const renewMany = scriptRunner(redis, RENEW)
   const release = scriptRunner(redis, RELEASE)
+  /** Renewals of this tick, by ttl. */
+  let queued = new Map<number, Renewal[]>()
+
+  async function renewTogether(ttlMs: number, renewals: Renewal[]): Promise<void> {
+    try {
+      const held = await renewMany(
+        renewals.map((renewal) => renewal.key),
+        [ttlMs, ...renewals.map((renewal) => renewal.token)],
+      )
+      if (!Array.isArray(held)) throw new Error('unexpected reply to a lease renewal')
+      for (const [index, renewal] of renewals.entries()) renewal.resolve(held[index] === 1)
+    } catch (error) {
+      for (const renewal of renewals) renewal.reject(error)
+    }
+  }
+
+  function flushRenewals(): void {
+    const batch = queued
+    queued = new Map()
+    for (const [ttlMs, renewals] of batch)
+      for (let start = 0; start < renewals.length; start += MAX_RENEWALS_PER_CALL)
+        void renewTogether(ttlMs, renewals.slice(start, start + MAX_RENEWALS_PER_CALL))
+  }
 
   return {
     async acquire(conversationId, ttlMs) {
       checkTtl(ttlMs)
-      const token = await acquire([leaseKey(conversationId), fenceKey], [ttlMs])
+      const key = leaseKey(conversationId)
+      const token = await acquire([key, fenceKey, `${key}:wanted`], [ttlMs])
       if (token === null) return undefined
       if (typeof token !== 'number' || !Number.isSafeInteger(token))
         throw new RangeError(`fencing token ${String(token)} is not an integer below 2^53`)
@@ -77,10 +125,21 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
     },
     async renew(lease, ttlMs) {
       checkTtl(ttlMs)
-      return (await renew([leaseKey(lease.conversationId)], [String(lease.token), ttlMs])) === 1
+      return await new Promise<boolean>((resolve, reject) => {
+        if (queued.size === 0) queueMicrotask(flushRenewals)
+        const renewals = queued.get(ttlMs) ?? []
+        queued.set(ttlMs, renewals)
+        renewals.push({
+          key: leaseKey(lease.conversationId),
+          token: String(lease.token),
+          resolve,
+          reject,
+        })
+      })
     },
     async release(lease) {
-      await release([leaseKey(lease.conversationId)], [String(lease.token)])
+      const key = leaseKey(lease.conversationId)
+      return (await release([key, `${key}:wanted`], [String(lease.token)])) === 1
     },
     async isHeld(conversationId) {
       return (await redis.exists(leaseKey(conversationId))) === 1

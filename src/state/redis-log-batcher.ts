@@ -1,16 +1,11 @@
 // Group commit for the Redis TurnLogStore: appends and finishes of every log
-// are queued in the process and sent as ONE pipeline while no pipeline is in
-// flight; the next batch leaves when the previous one is acknowledged. So N
-// busy logs cost about one round trip per batch instead of one per append,
-// and the writes of one log stay in call order (one queue, batches in series).
+// are queued in the process and sent together while no batch is in flight;
+// the next batch leaves when the previous one is acknowledged. A batch is one
+// round trip and one script call (WRITE_SCRIPT) for all the logs it touches,
+// not one per log or per item, and the writes of one log stay in call order
+// (one queue, batches in series, writes in queue order inside the script).
 import type Redis from 'ioredis'
-import {
-  APPEND_SCRIPT,
-  FINISH_SCRIPT,
-  sha1,
-  type TurnLogKeys,
-  turnLogError,
-} from './redis-turn-log-scripts.ts'
+import { sha1, type TurnLogKeys, turnLogError, WRITE_SCRIPT } from './redis-turn-log-scripts.ts'
 
 /** What the store learns from an acknowledged batch (to feed its mirrors). */
 export interface BatchHooks {
@@ -40,10 +35,13 @@ interface Call {
 }
 
 const MAX_OPS_PER_BATCH = 10_000
-/** Merged appends stay well under the argument count a call can spread. */
+/**
+ * Items per script call (merged appends, and all the writes of one call):
+ * keeps the arguments a call spreads, and the time one script holds Redis,
+ * small. A bigger batch is split over several calls in one pipeline.
+ */
 const MAX_ITEMS_PER_CALL = 1_000
-const APPEND_SHA = sha1(APPEND_SCRIPT)
-const FINISH_SHA = sha1(FINISH_SCRIPT)
+const WRITE_SHA = sha1(WRITE_SCRIPT)
 
 export class RedisLogBatcher {
   private queue: Op[] = []
@@ -90,41 +88,50 @@ export class RedisLogBatcher {
   }
 
   private async commit(batch: Op[]): Promise<void> {
-    const calls = coalesce(batch)
-    // Loading the scripts first costs two tiny commands and makes EVALSHA safe
+    const scripts = splitIntoScripts(coalesce(batch))
+    // Loading the script first costs one tiny command and makes EVALSHA safe
     // after a restart of Redis, without a NOSCRIPT retry that could reorder writes.
-    const pipeline = this.redis
-      .pipeline()
-      .script('LOAD', APPEND_SCRIPT)
-      .script('LOAD', FINISH_SCRIPT)
-    for (const { op, items } of calls) {
-      const { meta, stream } = op.keys
-      if (op.kind === 'append')
-        pipeline.evalsha(APPEND_SHA, 2, meta, stream, op.fence, this.ttl.openMs, ...items)
-      else pipeline.evalsha(FINISH_SHA, 2, meta, stream, op.fence, this.ttl.retentionMs)
+    const pipeline = this.redis.pipeline().script('LOAD', WRITE_SCRIPT)
+    const now = Date.now()
+    for (const calls of scripts) {
+      const keys: string[] = []
+      const args: (string | number)[] = [now, this.ttl.openMs, this.ttl.retentionMs]
+      for (const { op, items } of calls) {
+        keys.push(op.keys.meta, op.keys.stream)
+        args.push(op.kind === 'append' ? 'a' : 'f', op.fence, items.length)
+        for (const item of items) args.push(item)
+      }
+      pipeline.evalsha(WRITE_SHA, keys.length, ...keys, ...args)
     }
     let results: [Error | null, unknown][] | null
     try {
       results = await pipeline.exec()
     } catch (error) {
       results = null
-      this.failAll(calls, error instanceof Error ? error : new Error(String(error)))
+      this.failAll(scripts.flat(), error instanceof Error ? error : new Error(String(error)))
       return
     }
-    if (!results) return this.failAll(calls, new Error('Redis pipeline was aborted'))
-    calls.forEach((call, index) => {
-      const [error, reply] = results[index + 2] ?? [new Error('missing reply'), null]
-      const id = call.op.messageId
-      if (error) {
-        this.hooks.failed(id)
-        const mapped = turnLogError(error, id)
-        for (const op of call.ops) op.reject(mapped)
-        return
-      }
-      if (call.op.kind === 'append') this.hooks.appended(id, Number(reply), call.items)
-      else this.hooks.finished(id, Number(reply))
-      for (const op of call.ops) op.resolve()
-    })
+    if (!results) return this.failAll(scripts.flat(), new Error('Redis pipeline was aborted'))
+    for (const [index, calls] of scripts.entries()) {
+      const [error, replies] = results[index + 1] ?? [new Error('missing reply'), null]
+      if (error || !Array.isArray(replies))
+        this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
+      else for (const [at, call] of calls.entries()) this.settle(call, replies[at])
+    }
+  }
+
+  /** Settles one call's ops with its reply from the script: an offset or length, or an error code. */
+  private settle(call: Call, reply: unknown): void {
+    const id = call.op.messageId
+    if (typeof reply !== 'number') {
+      this.hooks.failed(id)
+      const error = turnLogError(String(reply), id)
+      for (const op of call.ops) op.reject(error)
+      return
+    }
+    if (call.op.kind === 'append') this.hooks.appended(id, reply, call.items)
+    else this.hooks.finished(id, reply)
+    for (const op of call.ops) op.resolve()
   }
 
   private failAll(calls: Call[], error: Error): void {
@@ -133,6 +140,28 @@ export class RedisLogBatcher {
       for (const op of call.ops) op.reject(error)
     }
   }
+}
+
+/**
+ * Calls in order, cut into script calls of at most MAX_ITEMS_PER_CALL items
+ * (a finish counts as one; a script holds at least one call).
+ */
+function splitIntoScripts(calls: Call[]): Call[][] {
+  const scripts: Call[][] = []
+  let current: Call[] = []
+  let items = 0
+  for (const call of calls) {
+    const weight = Math.max(1, call.items.length)
+    if (current.length > 0 && items + weight > MAX_ITEMS_PER_CALL) {
+      scripts.push(current)
+      current = []
+      items = 0
+    }
+    current.push(call)
+    items += weight
+  }
+  if (current.length > 0) scripts.push(current)
+  return scripts
 }
 
 function coalesce(batch: Op[]): Call[] {

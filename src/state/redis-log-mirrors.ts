@@ -32,10 +32,13 @@ export class RedisLogMirrors implements BatchHooks {
     return this.mirrors.get(messageId)
   }
 
-  /** A new, empty log was opened by this process. */
-  opened(messageId: string): void {
+  /** A new log was opened by this process, with these first items. */
+  opened(messageId: string, items: readonly string[]): void {
     this.detach(messageId)
-    if (!this.closed) this.mirrors.set(messageId, new LocalTurnLog(0))
+    if (this.closed) return
+    const mirror = new LocalTurnLog(0)
+    mirror.push(items)
+    this.mirrors.set(messageId, mirror)
   }
 
   appended(messageId: string, start: number, items: string[]): void {

@@ -1,10 +1,14 @@
 // Key names, stream entry ids and Lua scripts of the Redis TurnLogStore
-// (redis-turn-logs.ts). Every write to a log runs as one script over its two
-// keys, so the fence check, the continuation check and the write are atomic.
+// (redis-turn-logs.ts). Every write to a log runs in a script, so the fence
+// check, the continuation check and the write are atomic. The writes of a
+// batch, to many logs, run as one script call: the store needs one Redis
+// server (or primary), not a Cluster, whose scripts must stay in one slot.
 //
-// Keys (the `{messageId}` hash tag keeps both in one Cluster slot):
+// Keys:
 //   <prefix>{<messageId>}       stream: the items, then an end entry
-//   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length, finished
+//   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length,
+//                               finished, renewAt (when the open expiry is next
+//                               renewed; absent until the stream exists)
 // The meta hash exists exactly as long as the log does; the stream only once
 // something was written. Both always carry the same expiry.
 //
@@ -48,52 +52,89 @@ const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
 
-/** KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs. */
+/**
+ * KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs, nowMs, items...
+ * Creates the log with its first items, if any (see WRITE_SCRIPT for renewAt).
+ */
 export const OPEN_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('${EXISTS}') end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0, 'length', 0, 'finished', 0)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local openTtl = tonumber(ARGV[3])
+for i = 5, #ARGV do redis.call('XADD', KEYS[2], (i - 4) .. '-0', 'i', ARGV[i]) end
+redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0,
+  'length', #ARGV - 4, 'finished', 0)
+redis.call('PEXPIRE', KEYS[1], openTtl)
+if #ARGV > 4 then
+  redis.call('HSET', KEYS[1], 'renewAt', tonumber(ARGV[4]) + math.floor(openTtl / 2))
+  redis.call('PEXPIRE', KEYS[2], openTtl)
+end
 return 1`
 
-// The fence check shared by append and finish; m = HMGET fence, length, finished.
-const CHECK = `
-local m = redis.call('HMGET', KEYS[1], 'fence', 'length', 'finished')
-if not m[1] then return redis.error_reply('${MISSING}') end
-if tonumber(ARGV[1]) < tonumber(m[1]) then return redis.error_reply('${FENCED}') end`
-
 /**
- * KEYS: meta, stream. ARGV: fence, openTtlMs, items... Appends at the end,
- * after checking that the stream's last entry is the item the meta counts
- * last; refreshes the open expiry. Returns the offset of the first item.
+ * Writes to any number of logs in one call: the log batcher sends one per
+ * batch, so a batch costs one script call however many logs it touches.
+ * KEYS: meta and stream of each write, in pairs. ARGV: nowMs, openTtlMs,
+ * retentionMs, then per write: kind (`a` append, `f` finish), fence, item
+ * count, the items. Returns one reply per write, in order: for an append the
+ * offset of its first item, for a finish the log's length, or an error code
+ * (a string) when the fence check, the state or the stream refuses it; one
+ * refused write changes nothing and leaves the others be.
+ *
+ * An append checks the fence and the state with one HMGET and adds its items
+ * at the meta's `length`: XADD itself refuses an id at or below the stream's
+ * last, so a stream ahead of its meta is caught without reading it. The open
+ * expiry is renewed on both keys only when the meta's `renewAt` has passed
+ * (half the open expiry after the last renewal; a log opened without items
+ * has none, so the append that creates its stream renews): an open log expires between half and
+ * all of openTtlMs after its last append. A finish adds the end entry and sets
+ * the retention expiry; finishing a finished log changes nothing.
  */
-export const APPEND_SCRIPT = `${CHECK}
-if m[3] == '1' then return redis.error_reply('${FINISHED}') end
-local n = tonumber(m[2])
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-local top = last[1] and last[1][1] or false
-if (n == 0 and top) or (n > 0 and top ~= n .. '-0') then return redis.error_reply('${BROKEN}') end
-local start = n
-for i = 3, #ARGV do
-  n = n + 1
-  redis.call('XADD', KEYS[2], n .. '-0', 'i', ARGV[i])
+export const WRITE_SCRIPT = `
+local now = tonumber(ARGV[1])
+local openTtl = tonumber(ARGV[2])
+local a = 4
+local replies = {}
+for k = 1, #KEYS, 2 do
+  local meta, stream = KEYS[k], KEYS[k + 1]
+  local kind, fence, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local first = a + 3
+  a = first + count
+  local reply
+  local m = redis.call('HMGET', meta, 'fence', 'length', 'finished', 'renewAt')
+  if not m[1] then reply = '${MISSING}'
+  elseif fence < tonumber(m[1]) then reply = '${FENCED}'
+  elseif kind == 'f' then
+    reply = tonumber(m[2])
+    if m[3] ~= '1' then
+      redis.call('XADD', stream, m[2] .. '-1', 'e', '')
+      redis.call('HSET', meta, 'finished', 1)
+      redis.call('PEXPIRE', meta, ARGV[3])
+      redis.call('PEXPIRE', stream, ARGV[3])
+    end
+  elseif m[3] == '1' then reply = '${FINISHED}'
+  elseif count == 0 then reply = tonumber(m[2])
+  else
+    local n = tonumber(m[2])
+    reply = n
+    local added = redis.pcall('XADD', stream, (n + 1) .. '-0', 'i', ARGV[first])
+    if type(added) == 'table' and added.err then reply = '${BROKEN}'
+    else
+      n = n + 1
+      for i = first + 1, a - 1 do
+        n = n + 1
+        redis.call('XADD', stream, n .. '-0', 'i', ARGV[i])
+      end
+      if m[4] and now < tonumber(m[4]) then redis.call('HSET', meta, 'length', n)
+      else
+        redis.call('HSET', meta, 'length', n, 'renewAt', now + math.floor(openTtl / 2))
+        redis.call('PEXPIRE', meta, openTtl)
+        redis.call('PEXPIRE', stream, openTtl)
+      end
+    end
+  end
+  replies[#replies + 1] = reply
 end
-redis.call('HSET', KEYS[1], 'length', n)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return start`
-
-/**
- * KEYS: meta, stream. ARGV: fence, retentionMs. Adds the end entry and sets
- * the retention expiry; finishing a finished log changes nothing. Returns the length.
- */
-export const FINISH_SCRIPT = `${CHECK}
-if m[3] == '1' then return tonumber(m[2]) end
-redis.call('XADD', KEYS[2], m[2] .. '-1', 'e', '')
-redis.call('HSET', KEYS[1], 'finished', 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return tonumber(m[2])`
+return replies`
 
 /**
  * KEYS: meta, stream. ARGV: fence, openTtlMs. Raises the fence (an open log's
@@ -113,13 +154,13 @@ return {m[2], m[3], m[4], m[5]}`
 
 export const sha1 = (script: string) => createHash('sha1').update(script).digest('hex')
 
-/** The port's error for a script's error reply (other errors pass through). */
-export function turnLogError(error: Error, messageId: string): Error {
-  const { message } = error
+/** The port's error for a script's error reply or code (other errors pass through). */
+export function turnLogError(error: Error | string, messageId: string): Error {
+  const message = typeof error === 'string' ? error : error.message
   if (message.includes(MISSING)) return new TurnLogMissingError(messageId)
   if (message.includes(FENCED)) return new TurnLogFencedError(messageId)
   if (message.includes(FINISHED)) return new Error(`turn log ${messageId} is finished`)
   if (message.includes(EXISTS)) return new Error(`turn log ${messageId} already exists`)
   if (message.includes(BROKEN)) return new Error(`turn log ${messageId}: stream and meta disagree`)
-  return error
+  return typeof error === 'string' ? new Error(`turn log ${messageId}: ${error}`) : error
 }

@@ -1,7 +1,8 @@
 // The Redis TurnLogStore: one Redis Stream per log, shared by every instance
 // and durable across a process dying (keys, entry ids and scripts:
 // redis-turn-log-scripts.ts). Writes carry a fence checked by a Lua script,
-// and go out in batches, one pipeline per round trip (redis-log-batcher.ts).
+// and go out in batches, one pipeline and one script call per round trip
+// (redis-log-batcher.ts).
 //
 // Reading without per-reader polling or connections:
 // - Readers of a log this process writes are served from its mirror
@@ -33,7 +34,7 @@ export interface RedisTurnLogsOptions {
   keyPrefix?: string
   /** How long a finished log stays readable. */
   retentionMs: number
-  /** Expiry of an open log, renewed by every append; default 1 hour. */
+  /** Expiry of an open log, renewed by appends (at most once per half of it); default 1 hour. */
   openTtlMs?: number
   /** Longest XREAD block, and how often followed logs are checked for existence; default 2 s. */
   blockMs?: number
@@ -70,13 +71,13 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   return {
     durable: true,
 
-    async open({ messageId, conversationId, userId }) {
+    async open({ messageId, conversationId, userId }, items = []) {
       assertOpen()
       const { meta, stream } = keys(messageId)
       await redis
-        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs)
+        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs, Date.now(), ...items)
         .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
-      mirrors.opened(messageId)
+      mirrors.opened(messageId, items)
     },
 
     async append(messageId, items, fence) {

@@ -40,8 +40,11 @@ export interface TurnLogStore {
   /** True when logs outlive this process (Redis); false for the in-process adapter. */
   readonly durable: boolean
 
-  /** Creates an empty, unfinished log with fence 0. Opening an existing log throws. */
-  open(identity: TurnLogIdentity): Promise<void>
+  /**
+   * Creates an unfinished log with fence 0 holding `items` (none by default),
+   * in one step: readers never see it without them. Opening an existing log throws.
+   */
+  open(identity: TurnLogIdentity, items?: readonly string[]): Promise<void>
 
   /**
    * Appends items at the end of the log, in order, as written by the holder of

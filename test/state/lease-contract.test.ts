@@ -115,6 +115,26 @@ for (const backend of leaseBackends()) {
       expect(await peer.renew(second, LONG)).toBe(true)
     })
 
+    test('renewals asked for together are each answered for their own grant', async () => {
+      const held = (await leases.acquire(id(), LONG)) as Lease
+      const released = (await leases.acquire(id(), LONG)) as Lease
+      await leases.release(released)
+      const stale = (await leases.acquire(id(), SHORT)) as Lease
+      await expire(stale.conversationId)
+      const taken = (await peer.acquire(stale.conversationId, LONG)) as Lease
+      const unknown = { conversationId: id(), token: held.token }
+      expect(
+        await Promise.all([
+          leases.renew(held, LONG),
+          leases.renew(released, LONG),
+          leases.renew(stale, SHORT),
+          leases.renew(unknown, LONG),
+          peer.renew(taken, LONG),
+        ]),
+      ).toEqual([true, false, false, false, true])
+      expect(await peer.acquire(held.conversationId, LONG)).toBeUndefined()
+    })
+
     test('release frees the lease for its holder only', async () => {
       const conversationId = id()
       const lease = (await leases.acquire(conversationId, LONG)) as Lease
@@ -125,6 +145,28 @@ for (const backend of leaseBackends()) {
       await peer.release(lease)
       expect(await leases.isHeld(conversationId)).toBe(false)
       expect(await leases.acquire(conversationId, LONG)).toBeDefined()
+    })
+
+    test('release tells whether an acquire was refused while the grant held the lease', async () => {
+      const conversationId = id()
+      const quiet = (await leases.acquire(conversationId, LONG)) as Lease
+      expect(await leases.release(quiet)).toBe(false)
+
+      const wanted = (await leases.acquire(conversationId, LONG)) as Lease
+      expect(await peer.acquire(conversationId, LONG)).toBeUndefined()
+      expect(await peer.release({ conversationId, token: wanted.token + 1 })).toBe(false)
+      expect(await leases.release(wanted)).toBe(true)
+
+      // The mark belongs to the grant that was asked for: the next one starts clean.
+      const next = (await peer.acquire(conversationId, LONG)) as Lease
+      expect(await peer.release(next)).toBe(false)
+      // A refusal against an expired holder's grant does not reach the next grant.
+      const stale = (await leases.acquire(conversationId, SHORT)) as Lease
+      expect(await peer.acquire(conversationId, LONG)).toBeUndefined()
+      await expire(conversationId)
+      const fresh = (await peer.acquire(conversationId, LONG)) as Lease
+      expect(await leases.release(stale)).toBe(false)
+      expect(await peer.release(fresh)).toBe(false)
     })
 
     test("a stale grant's release leaves the new holder's lease alone", async () => {

@@ -135,6 +135,20 @@ for (const backend of turnLogBackends()) {
       expect(await store.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
     })
 
+    test('a log opened with items holds them at once; appends follow them', async () => {
+      const id = identity()
+      await store.open(id, ['p0', 'p1'])
+      expect(await other.info(id.messageId)).toEqual({ ...id, length: 2, finished: false })
+      const reader = other.read(id.messageId, 1)
+      expect((await reader.next()).value).toBe('p1')
+      await store.append(id.messageId, ['a'], 0)
+      expect((await reader.next()).value).toBe('a')
+      await store.finish(id.messageId, 0)
+      expect(await collect(reader)).toEqual([])
+      expect(await collect(store.read(id.messageId, 0))).toEqual(['p0', 'p1', 'a'])
+      await expect(store.open(id, ['x'])).rejects.toThrow()
+    })
+
     test('reading a finished log from every offset yields exactly the rest, once', async () => {
       const items = ['0', '1', '2', '3', '4']
       const messageId = await logWith(store, items, true)
@@ -199,6 +213,40 @@ for (const backend of turnLogBackends()) {
       expect(await store.readAll(id.messageId)).toEqual(['a', 'b', 'c'])
       expect(await collect(store.read(id.messageId, 0))).toEqual(['a', 'b', 'c'])
       expect(await store.claim(uniqueName('absent'), 1)).toBeUndefined()
+    })
+
+    test('writes made together to many logs: one refused leaves the others written', async () => {
+      const fenced = await logWith(store, ['a'])
+      const finished = await logWith(store, ['a'], true)
+      const fine = await logWith(store, ['a'])
+      await other.claim(fenced, 3)
+      // Issued in one tick, so the Redis adapter sends them in one batch.
+      const outcomes = await Promise.allSettled([
+        store.append(fenced, ['x'], 0),
+        store.append(fine, ['b'], 0),
+        store.append(finished, ['x'], 0),
+        store.append(uniqueName('absent'), ['x'], 0),
+        store.append(fine, ['c', 'd'], 0),
+        store.finish(fine, 0),
+      ])
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        'rejected',
+        'fulfilled',
+        'rejected',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+      ])
+      const reasons = outcomes.map((outcome) =>
+        outcome.status === 'rejected' ? outcome.reason : undefined,
+      )
+      expect(reasons[0]).toBeInstanceOf(TurnLogFencedError)
+      expect(reasons[2]).toBeInstanceOf(Error)
+      expect(reasons[3]).toBeInstanceOf(TurnLogMissingError)
+      expect(await collect(other.read(fine, 0))).toEqual(['a', 'b', 'c', 'd'])
+      expect(await other.readAll(fenced)).toEqual(['a'])
+      expect(await other.readAll(finished)).toEqual(['a'])
+      expect(await other.info(fine)).toMatchObject({ length: 4, finished: true })
     })
 
     test('a reader of the old writer follows the new owner after a takeover', async () => {
@@ -351,6 +399,51 @@ for (const backend of turnLogBackends()) {
         }
       })
 
+      test('a log opened with items expires after openTtlMs, both keys', async () => {
+        const id = identity()
+        await store.open(id, ['p0'])
+        for (const ttl of await pttls(id.messageId)) {
+          expect(ttl).toBeGreaterThan(RETENTION_MS)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
+        }
+      })
+
+      test('a log opened empty gets its stream an expiry with its first append', async () => {
+        const messageId = await logWith(store, [])
+        await store.append(messageId, ['a'], 0)
+        for (const ttl of await pttls(messageId)) {
+          expect(ttl).toBeGreaterThan(RETENTION_MS)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
+        }
+      })
+
+      test('appends renew the open expiry only once half of it has passed', async () => {
+        const messageId = await logWith(store, ['a'])
+        const { meta, stream } = turnLogKeys(inspect.prefix, messageId)
+        const shortened = 20_000
+        await inspect.client.pexpire(meta, shortened)
+        await inspect.client.pexpire(stream, shortened)
+        await store.append(messageId, ['b'], 0)
+        // Renewed at the first append: not again before half the open expiry.
+        for (const ttl of await pttls(messageId)) expect(ttl).toBeLessThanOrEqual(shortened)
+        // Half of it has passed (as if): the next append renews both keys.
+        await inspect.client.hset(meta, 'renewAt', Date.now() - 1)
+        await store.append(messageId, ['c'], 0)
+        for (const ttl of await pttls(messageId)) {
+          expect(ttl).toBeGreaterThan(shortened)
+          expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
+        }
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
+      })
+
+      test('a stream ahead of its meta refuses the append and writes nothing', async () => {
+        const messageId = await logWith(store, ['a', 'b'])
+        const { meta } = turnLogKeys(inspect.prefix, messageId)
+        await inspect.client.hset(meta, 'length', 1)
+        await expect(other.append(messageId, ['x'], 0)).rejects.toThrow('disagree')
+        expect(await other.readAll(messageId)).toEqual(['a', 'b'])
+      })
+
       test('readers on another instance follow live, join while it blocks, end at finish', async () => {
         // XREAD blocks for a minute here: only CLIENT UNBLOCK lets later logs join in time.
         const remote = backend.openOther?.(60_000) ?? other
@@ -376,7 +469,7 @@ for (const backend of turnLogBackends()) {
         await remote.close()
       })
 
-      test('a batch of appends to many logs is one pipeline, one round trip', async () => {
+      test('a batch of appends to many logs is one pipeline and one script call', async () => {
         // A client of its own, so no reader's pipeline is counted.
         const client = new Redis(inspect.url)
         const batched = createRedisTurnLogs({
@@ -385,11 +478,24 @@ for (const backend of turnLogBackends()) {
           retentionMs: RETENTION_MS,
         })
         const ids = await Promise.all(Array.from({ length: 50 }, () => logWith(batched, [])))
+        const realPipeline = client.pipeline.bind(client)
         const pipelines = spyOn(client, 'pipeline')
         const evals = spyOn(client, 'evalsha')
+        // Counts the script calls queued on each pipeline the store makes.
+        let scriptCalls = 0
+        pipelines.mockImplementation((...args) => {
+          const pipeline = realPipeline(...args)
+          const evalsha = pipeline.evalsha.bind(pipeline)
+          pipeline.evalsha = ((...evalArgs: Parameters<typeof evalsha>) => {
+            scriptCalls++
+            return evalsha(...evalArgs)
+          }) as typeof evalsha
+          return pipeline
+        })
         try {
           await Promise.all(ids.map((messageId) => batched.append(messageId, ['a', 'b'], 0)))
           expect(pipelines).toHaveBeenCalledTimes(1)
+          expect(scriptCalls).toBe(1)
           expect(evals).not.toHaveBeenCalled()
           // While that batch is in flight, the next appends wait for it, then go as one.
           const first = Promise.all(ids.map((messageId) => batched.append(messageId, ['c'], 0)))
@@ -397,13 +503,26 @@ for (const backend of turnLogBackends()) {
           const second = Promise.all(ids.map((messageId) => batched.append(messageId, ['d'], 0)))
           await Promise.all([first, second])
           expect(pipelines).toHaveBeenCalledTimes(3)
+          // 1,250 items at once: still one pipeline, its writes cut into two script calls, in order.
+          const many = Array.from({ length: 25 }, (_, index) => `e${index}`)
+          scriptCalls = 0
+          await Promise.all(ids.map((messageId) => batched.append(messageId, many, 0)))
+          expect(pipelines).toHaveBeenCalledTimes(4)
+          expect(scriptCalls).toBe(2)
         } finally {
           pipelines.mockRestore()
           evals.mockRestore()
           await batched.close()
           await client.quit()
         }
-        expect(await other.readAll(ids[49] ?? '')).toEqual(['a', 'b', 'c', 'd'])
+        for (const messageId of [ids[0], ids[49]])
+          expect(await other.readAll(messageId ?? '')).toEqual([
+            'a',
+            'b',
+            'c',
+            'd',
+            ...Array.from({ length: 25 }, (_, index) => `e${index}`),
+          ])
       })
     }
   })

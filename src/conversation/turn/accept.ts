@@ -66,22 +66,20 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   const token = await deps.tokens.sign({ userId, conversationId, messageId })
 
   // The log exists before the turn is queued, so its runner always finds it.
-  await deps.logs.open({ messageId, conversationId, userId })
-  try {
-    await deps.logs.append(
+  await deps.logs.open(
+    { messageId, conversationId, userId },
+    prefixFrames({
+      conversationId,
       messageId,
-      prefixFrames({
-        conversationId,
-        messageId,
-        createTime,
-        modelSlug: deps.model.slug,
-        parentId: answered.id,
-        messageType: input.action,
-        inputs,
-        token,
-      }),
-      0,
-    )
+      createTime,
+      modelSlug: deps.model.slug,
+      parentId: answered.id,
+      messageType: input.action,
+      inputs,
+      token,
+    }),
+  )
+  try {
     await deps.db.transaction(async (tx) => {
       await ensureUser(tx, userId)
       const target: SendTarget = input.isNew

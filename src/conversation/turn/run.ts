@@ -1,16 +1,18 @@
-// Running one queued turn for the holder of the conversation's lease: claim
-// it under the lease's fencing token, then either finish a dead runner's turn
-// (recover.ts) or stream the model's reply into the log and store it. With
-// logs that die with the process, the reply so far is also saved to the
-// database every checkpointMs, so a crash loses at most that much text.
+// Running one queued turn for the holder of the conversation's lease, once
+// claimed under the lease's fencing token (turn-repository.ts): claim its log
+// too, then either finish a dead runner's turn (recover.ts) or stream the
+// model's reply into the log (log-writer.ts) and store it. With logs that die
+// with the process, the reply so far is also saved to the database every
+// checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import { contextForTurn } from '../context.ts'
-import { appendItem, firstTokenMarkerItem, frameOf, type StreamItem } from '../encoding.ts'
+import { appendItem, firstTokenMarkerItem, frameOf } from '../encoding.ts'
 import { type StoredMessage, textOf } from '../messages.ts'
 import { ModelError } from '../model/provider.ts'
-import { checkpointReply, claimTurn, type QueuedTurn, turnInputs } from '../turn-repository.ts'
+import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
+import { createLogWriter } from './log-writer.ts'
 import { prefixFrames } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 
@@ -26,10 +28,13 @@ export interface TurnRun {
   inputs?: readonly StoredMessage[]
 }
 
-/** Resolves true once the turn is over, false when it is not this runner's to end. */
-export async function runTurn(deps: TurnDeps, turn: QueuedTurn, run: TurnRun): Promise<boolean> {
-  const claim = await claimTurn(deps.db, turn, run.token)
-  if (!claim) return false
+/** Runs a turn claimed with run.token; resolves true once it is over, false when it is not this runner's to end. */
+export async function runTurn(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  claim: TurnClaim,
+  run: TurnRun,
+): Promise<boolean> {
   let log: TurnLogInfo | undefined
   try {
     log = await deps.logs.claim(turn.messageId, run.token)
@@ -61,10 +66,9 @@ async function reopenLog(
   token: number,
 ): Promise<void> {
   const { messageId, conversationId, userId } = turn
-  await deps.logs.open({ messageId, conversationId, userId })
   const resumeToken = await deps.tokens.sign({ userId, conversationId, messageId })
-  await deps.logs.append(
-    messageId,
+  await deps.logs.open(
+    { messageId, conversationId, userId },
     prefixFrames({
       conversationId,
       messageId,
@@ -75,7 +79,6 @@ async function reopenLog(
       inputs,
       token: resumeToken,
     }),
-    0,
   )
   await deps.logs.claim(messageId, token)
 }
@@ -87,12 +90,13 @@ async function streamReply(
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
-  const emit = (item: StreamItem) => deps.logs.append(messageId, [frameOf(item)], run.token)
+  const writer = createLogWriter(deps.logs, messageId, run.token)
   deps.observer.turnStarted(turn)
   const startedAt = performance.now()
   let modelFirstChunkMs: number | undefined
   let firstItemMs: number | undefined
   let items = 0
+  // The reply as stored in the log so far: what is kept when the turn ends early.
   let text = ''
   let saved = ''
   const checkpoints = deps.logs.durable
@@ -122,19 +126,26 @@ async function streamReply(
     })) {
       if (run.signal.aborted) break
       if (chunk === '') continue
-      if (text === '') {
+      if (modelFirstChunkMs === undefined) {
         modelFirstChunkMs = performance.now() - askedAt
         // createTime is when the send was accepted, on whichever instance.
         firstItemMs = Math.max(0, Date.now() - turn.createTime * 1000)
-        await emit(firstTokenMarkerItem(conversationId, messageId))
+        await writer.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
       }
-      await emit(appendItem(chunk))
       items++
-      text += chunk
+      await writer.write(frameOf(appendItem(chunk)), () => {
+        text += chunk
+      })
     }
+    await writer.settle()
     ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
   } catch (error) {
-    if (error instanceof TurnLogFencedError) return false
+    // Appends still in flight land (or fail) before the ending is written.
+    const failure = await writer.settle().then(
+      () => undefined,
+      (cause: unknown) => cause,
+    )
+    if (error instanceof TurnLogFencedError || failure instanceof TurnLogFencedError) return false
     if (run.signal.aborted) ending = { finish: 'interrupted' }
     else {
       if (!(error instanceof ModelError)) deps.warn('turn failed before the reply finished', error)

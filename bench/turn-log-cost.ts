@@ -1,0 +1,102 @@
+// What the Redis turn log costs per appended item, counted rather than timed
+// (comparable on a busy machine): Redis commands, Redis CPU time and this
+// process's CPU time per item, with many logs appending one item at a time
+// as turns do (each waits for its append before the next, so every batch
+// holds items of many logs). Runs on a private redis-server started here on a
+// free loopback port, so Redis's counters hold nothing but this run.
+//
+//   bun run bench/turn-log-cost.ts [--logs=500] [--items=60] [--rounds=3]
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import Redis from 'ioredis'
+import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
+
+function flag(name: string, fallback: number): number {
+  const raw = process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1]
+  const value = raw === undefined ? fallback : Number(raw)
+  if (!Number.isInteger(value) || value < 1 || value > 100_000)
+    throw new Error(`--${name} must be a whole number from 1 to 100000`)
+  return value
+}
+
+const logs = flag('logs', 500)
+const itemsPerLog = flag('items', 60)
+const rounds = flag('rounds', 3)
+const item = 'data: {"v": " word"}\n\n'
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  if (typeof address !== 'object' || address === null) throw new Error('no port')
+  return address.port
+}
+
+const port = await freePort()
+const redisServer = spawn(
+  'redis-server',
+  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+  { stdio: 'ignore' },
+)
+// Also when setting up fails before the cleanup below is reached.
+process.on('exit', () => redisServer.kill())
+// As the state store's client is configured (state.ts); retries until the server listens.
+const redis = new Redis({
+  port,
+  host: '127.0.0.1',
+  retryStrategy: () => 50,
+  enableAutoPipelining: true,
+})
+redis.on('error', () => {})
+
+async function counters() {
+  const [cpu, stats] = await Promise.all([redis.info('cpu'), redis.info('stats')])
+  const field = (info: string, name: string) =>
+    Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0)
+  return {
+    cpuSeconds: field(cpu, 'used_cpu_user') + field(cpu, 'used_cpu_sys'),
+    commands: field(stats, 'total_commands_processed'),
+  }
+}
+
+try {
+  await redis.ping()
+  // Round 0 warms up (JIT, script cache) and is not reported.
+  for (let round = 0; round <= rounds; round++) {
+    const store = createRedisTurnLogs({ redis, retentionMs: 600_000 })
+    const ids = Array.from({ length: logs }, (_, index) => `cost-${round}-${index}`)
+    await Promise.all(
+      ids.map((messageId) => store.open({ messageId, conversationId: 'c', userId: 'u' })),
+    )
+    const before = await counters()
+    const cpuBefore = process.cpuUsage()
+    const started = performance.now()
+    await Promise.all(
+      ids.map(async (messageId) => {
+        for (let index = 0; index < itemsPerLog; index++) await store.append(messageId, [item], 0)
+        await store.finish(messageId, 0)
+      }),
+    )
+    const cpu = process.cpuUsage(cpuBefore)
+    const after = await counters()
+    await store.close()
+    if (round === 0) continue
+    const items = logs * itemsPerLog
+    console.log(
+      JSON.stringify({
+        round,
+        items,
+        // The INFO commands of counters() are left out.
+        redisCommandsPerItem: +((after.commands - before.commands - 2) / items).toFixed(3),
+        redisCpuUsecPerItem: +(((after.cpuSeconds - before.cpuSeconds) * 1e6) / items).toFixed(2),
+        processCpuUsecPerItem: +((cpu.user + cpu.system) / items).toFixed(2),
+        wallMs: Math.round(performance.now() - started),
+        loadAverage: (await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' '),
+      }),
+    )
+  }
+} finally {
+  redis.disconnect()
+  redisServer.kill()
+}
