@@ -54,6 +54,11 @@ export interface Config {
   shutdownGraceMs: number
   /** Silence after which a stream gets a `: ping` comment. */
   sseKeepaliveMs: number
+  /**
+   * Bytes of process memory the near cache of history and list keys may take
+   * (with a real Redis); 0 turns it off.
+   */
+  nearCacheMaxBytes: number
 }
 
 export class ConfigError extends Error {}
@@ -158,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     resumeRetentionMs: integer(env, 'RESUME_RETENTION_MS', 900_000, 600_000, 86_400_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 300_000),
     sseKeepaliveMs: integer(env, 'SSE_KEEPALIVE_MS', 15_000, 10, 300_000),
+    nearCacheMaxBytes: integer(env, 'NEAR_CACHE_MAX_BYTES', 16 * 2 ** 20, 0, 2 ** 34),
   }
 }
 

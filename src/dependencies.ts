@@ -3,6 +3,7 @@
 import { resolve } from 'node:path'
 import type { AppDeps } from './app.ts'
 import type { Config } from './config.ts'
+import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/cache-keys.ts'
 import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
@@ -13,9 +14,11 @@ import { lockDataDir } from './storage/data-dir-lock.ts'
 import type { Db } from './storage/db.ts'
 import { createMemoryCache } from './storage/memory-cache.ts'
 import { migrate } from './storage/migrate.ts'
+import { createNearCache } from './storage/near-cache.ts'
 import { createPgliteDb } from './storage/pglite.ts'
 import { createPostgresDb } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -34,10 +37,20 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   return createPgliteDb(dir)
 }
 
-export function openCache(config: Config): Cache {
-  return config.redisUrl?.startsWith('redis')
-    ? createRedisCache(config.redisUrl)
-    : createMemoryCache()
+/**
+ * The cache of REDIS_URL, else the in-process one. With `near`, history and
+ * list reads are answered from a coherent near cache in front of Redis
+ * (NEAR_CACHE_MAX_BYTES, 0 = off).
+ */
+export function openCache(config: Config, { near = false } = {}): Cache {
+  if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
+  const shared = createRedisCache(config.redisUrl)
+  if (!near || config.nearCacheMaxBytes === 0) return shared
+  return createNearCache(
+    shared,
+    openRedisInvalidations(config.redisUrl, { prefixes: NEAR_CACHED_PREFIXES }),
+    { maxBytes: config.nearCacheMaxBytes, isNear: isNearCached },
+  )
 }
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
@@ -78,7 +91,7 @@ export async function openDependencies(config: Config): Promise<Dependencies> {
       db = opened
     }
     if (NEEDS_CACHE.has(config.variant)) {
-      const opened = openCache(config)
+      const opened = openCache(config, { near: config.variant === 'full' })
       onClose(() => opened.close())
       cache = opened
     }

@@ -9,9 +9,11 @@ import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { migrate } from '../../src/storage/migrate.ts'
+import { createNearCache, type InvalidationFeed } from '../../src/storage/near-cache.ts'
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
+import { openRedisInvalidations } from '../../src/storage/redis-invalidations.ts'
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
@@ -57,6 +59,47 @@ function openRedisCache(url: string): Cache {
     await cache.flush()
     await cache.close()
   })
+  return cache
+}
+
+/** feed, and a promise of its first connected() to its listener. */
+export function watchConnected(feed: InvalidationFeed) {
+  let connected = () => {}
+  const firstConnected = new Promise<void>((resolve) => {
+    connected = resolve
+  })
+  const watched: InvalidationFeed = {
+    ...feed,
+    listen: (listener) =>
+      feed.listen({
+        ...listener,
+        connected() {
+          listener.connected()
+          connected()
+        },
+      }),
+  }
+  return { feed: watched, firstConnected }
+}
+
+/**
+ * Real Redis under a key prefix of its own behind a near cache that keeps
+ * every key near; resolves once the near tier is live.
+ */
+export async function openNearRedisCache(url: string, maxBytes = 2 ** 20): Promise<Cache> {
+  const keyPrefix = `${uniqueName('test')}:`
+  const { feed, firstConnected } = watchConnected(
+    openRedisInvalidations(url, { prefixes: [''], keyPrefix }),
+  )
+  const cache = createNearCache(createRedisCache(url, { keyPrefix }), feed, {
+    maxBytes,
+    isNear: () => true,
+  })
+  cleanups.push(async () => {
+    await cache.flush()
+    await cache.close()
+  })
+  await firstConnected
   return cache
 }
 
@@ -151,6 +194,9 @@ export function dbBackends(): Backend<Db>[] {
 export function cacheBackends(): Backend<Cache>[] {
   const backends: Backend<Cache>[] = [{ name: 'memory', open: async () => createMemoryCache() }]
   const url = TEST_REDIS_URL
-  if (url) backends.push({ name: 'redis', open: async () => openRedisCache(url) })
+  if (url) {
+    backends.push({ name: 'redis', open: async () => openRedisCache(url) })
+    backends.push({ name: 'redis+near', open: () => openNearRedisCache(url) })
+  }
   return backends
 }
