@@ -5,6 +5,7 @@
 // runs never collide.
 import { randomBytes } from 'node:crypto'
 import { createMemoryState, openRedisState, type State } from '../../src/state/state.ts'
+import { createBunRedisCache } from '../../src/storage/bun-redis-cache.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
@@ -55,6 +56,16 @@ export async function openPglite(): Promise<Db> {
 /** Real Redis under a key prefix of its own, flushed and closed after all tests. */
 function openRedisCache(url: string): Cache {
   const cache = createRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
+  cleanups.push(async () => {
+    await cache.flush()
+    await cache.close()
+  })
+  return cache
+}
+
+/** Real Redis through Bun's own client, under a key prefix of its own. */
+function openBunRedisCache(url: string): Cache {
+  const cache = createBunRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
   cleanups.push(async () => {
     await cache.flush()
     await cache.close()
@@ -197,6 +208,7 @@ export function cacheBackends(): Backend<Cache>[] {
   if (url) {
     backends.push({ name: 'redis', open: async () => openRedisCache(url) })
     backends.push({ name: 'redis+near', open: () => openNearRedisCache(url) })
+    backends.push({ name: 'bun-redis', open: async () => openBunRedisCache(url) })
   }
   return backends
 }
