@@ -1,41 +1,70 @@
 // `bun run bench`: starts the service on 127.0.0.1 (real Postgres and Redis
-// when DATABASE_URL / REDIS_URL are set, embedded otherwise), prepares data
-// through the API, measures every scenario, writes bench/results/, and exits
-// non-zero when a target is missed. Bounded by --max-seconds (default 120).
+// when DATABASE_URL / REDIS_URL are set, embedded otherwise) and a bare
+// reference route beside it, prepares data through the API, measures every
+// scenario against its reference (the bare route; pgbench for sends), writes
+// bench/results/ under the date and commit, prints the targets met / missed,
+// and exits non-zero on wrong answers. Bounded by --max-seconds.
 // `--scale` runs only the streaming scenarios, at thousands of streams, on one
 // and two instances (scale.ts).
+import { loadavg } from 'node:os'
 import { type Backend, backendFromEnv } from './backend.ts'
+import { startBare } from './bare.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
+import { PGBENCH, runPgbench } from './pgbench.ts'
 import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
 import { measureRequests } from './requests.ts'
+import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
 import { runSendStream } from './send-stream.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
-import { manyStreamsFailures, scaleFailures, sendStreamFailures } from './targets.ts'
+import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
+import { captureTurnStatements } from './turn-statements.ts'
 
 const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
 
-/** Request scenarios and send + stream, on one server without model delay. */
+/** pgbench running one send's statements, right after the sends; undefined + why on embedded. */
+async function measureCeiling(options: BenchOptions, backend: Backend) {
+  if (!backend.databaseUrl.startsWith('postgres'))
+    return { pgbench: undefined, pgbenchSkipped: 'the database is embedded (PGlite)' }
+  if (!PGBENCH) return { pgbench: undefined, pgbenchSkipped: 'pgbench is not installed' }
+  say('pgbench: capturing the statements of one send, then replaying them')
+  const steps = await captureTurnStatements(backend)
+  const pgbench = await runPgbench(backend.databaseUrl, steps, {
+    clients: options.streamConcurrency,
+    durationSec: options.durationSec,
+  })
+  say(
+    `pgbench: ${pgbench.turnsPerSec.toFixed(0)} turns/s (${pgbench.statementsPerTurn} statements a turn)`,
+  )
+  return { pgbench, pgbenchSkipped: undefined }
+}
+
+/** Request scenarios against the bare route, and send + stream against pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
-  say(`starting the server (${backend.label})`)
+  say(`starting the server (${backend.label}) and the bare reference route`)
   const server = await startServer({ backend, chunkDelayMs: 0 })
+  const bare = await startBare()
   try {
     say('preparing data through the API')
     const prepared = await prepareData(server.url)
-    const requests = await measureRequests(server.url, prepared, options, say)
+    const requests = await measureRequests(server.url, bare, prepared, options, say)
+    await bare.stop()
     say('send + stream')
     const sendStream = await runSendStream(server.url, prepared.runId, {
       concurrency: options.streamConcurrency,
       durationSec: options.durationSec,
     })
-    return { requests, sendStream, runId: prepared.runId }
+    say(`send + stream: ${sendStream.streamsPerSec.toFixed(0)} turns/s`)
+    const ceiling = await measureCeiling(options, backend)
+    return { requests, sendStream, ...ceiling, runId: prepared.runId }
   } finally {
+    await bare.stop()
     await server.stop()
   }
 }
@@ -72,8 +101,12 @@ async function main(): Promise<number> {
     return code
   }
   const startedAt = new Date().toISOString()
+  const commit = commitLabel()
   const machine = describeMachine()
-  const { requests, sendStream, runId } = await measureOneServer(options, backend)
+  const { requests, sendStream, pgbench, pgbenchSkipped, runId } = await measureOneServer(
+    options,
+    backend,
+  )
   say(`many streams: ${options.streamClients} clients`)
   const manyStreams = await runManyStreams(backend, {
     clients: options.streamClients,
@@ -86,12 +119,17 @@ async function main(): Promise<number> {
   clearTimeout(watchdog)
   const report: BenchReport = {
     startedAt,
+    commit,
     backend: backend.label,
     machine,
+    loadAverageAtEnd: loadavg()[0] ?? 0,
     options,
     requests,
     sendStream,
+    pgbench,
+    pgbenchSkipped,
     manyStreams,
+    targets: targetChecks(requests, sendStream, pgbench),
     failures: [
       ...requests.flatMap((result) => result.failures),
       ...sendStreamFailures(sendStream),
@@ -100,7 +138,7 @@ async function main(): Promise<number> {
   }
   const paths = writeReport(report)
   console.log(toMarkdown(report))
-  say(`wrote ${paths.json} and ${paths.markdown}`)
+  say(`wrote ${paths.json}, ${paths.markdown} and ${paths.svg}`)
   return report.failures.length === 0 ? 0 : 1
 }
 
