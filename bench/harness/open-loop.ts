@@ -1,9 +1,12 @@
 // Open-loop load at a fixed offered rate (as wrk2 does): requests go out on a
 // schedule whether or not earlier ones were answered, over raw keep-alive
 // HTTP/1.1 connections, so a slow answer cannot slow the offered load down
-// and hide itself. Latency is taken from the moment a request is written to
-// the moment its whole response has arrived; the latency from the moment it
-// was due is kept too (it adds the generator's own timer lag, about 1 ms).
+// and hide itself. One request at a time per connection (Bun's server drops a
+// connection that pipelines requests to an async handler); a request due while
+// every connection is busy waits for the first free one, and is counted.
+// Latency is taken from the moment a request is written to the moment its
+// whole response has arrived; the latency from the moment it was due is kept
+// too (it adds that wait, and the generator's own timer lag, about 1 ms).
 // autocannon's overallRate is not used: it sends each second's quota as a
 // burst at the start of the second.
 import type { Socket } from 'bun'
@@ -27,6 +30,8 @@ export interface OpenLoopResult {
   non2xx: number
   /** Requests never answered (closed connection, or no answer 5 s after the last send). */
   errors: number
+  /** Requests that found every connection busy when due, and waited for one. */
+  waitedForConnection: number
   /** From write to the whole response. */
   latency: Summary
   /** From the moment the request was due (includes the generator's lag). */
@@ -40,7 +45,8 @@ interface Pending {
 
 interface Connection {
   socket: Socket<undefined> | undefined
-  pending: Pending[]
+  /** The request in flight. */
+  pending: Pending | undefined
   buffer: Buffer
 }
 
@@ -58,7 +64,7 @@ function requestBytes(url: URL, spec: RequestSpec): Buffer {
   )
 }
 
-/** Takes complete responses off the front of buffer; calls onResponse(status) per response. */
+/** Takes complete responses off the front of the connection's buffer; onResponse(status) for each. */
 function parseResponses(connection: Connection, onResponse: (status: number) => void) {
   for (;;) {
     const end = connection.buffer.indexOf(HEADER_END)
@@ -85,67 +91,80 @@ export async function runOpenLoop(
   let non2xx = 0
   let lost = 0
   let answered = 0
+  let sent = 0
+  let waited = 0
+  let stopped = false
   let allAnswered: () => void = () => {}
-
+  /** Due times of requests waiting for a free connection. */
+  const waiting: number[] = []
+  const idle: Connection[] = []
   const connections: Connection[] = []
+
+  const write = (connection: Connection, due: number) => {
+    connection.pending = { due, written: performance.now() }
+    connection.socket?.write(request)
+  }
+  const settle = () => {
+    if (stopped && waiting.length === 0 && answered + lost === sent) allAnswered()
+  }
+
   for (let index = 0; index < settings.connections; index++) {
-    const connection: Connection = { socket: undefined, pending: [], buffer: Buffer.alloc(0) }
+    const connection: Connection = {
+      socket: undefined,
+      pending: undefined,
+      buffer: Buffer.alloc(0),
+    }
     connection.socket = await Bun.connect({
       hostname: url.hostname,
       port: Number(url.port),
       socket: {
         data(_socket, chunk) {
-          connection.buffer =
-            connection.buffer.length === 0 ? chunk : Buffer.concat([connection.buffer, chunk])
+          // A copy: Bun reuses the memory of chunk for the next read.
+          connection.buffer = Buffer.concat([connection.buffer, chunk])
           parseResponses(connection, (status) => {
             const now = performance.now()
-            const done = connection.pending.shift()
+            const done = connection.pending
             if (!done) return
+            connection.pending = undefined
             answered++
             latency.add(now - done.written)
             sinceDue.add(now - done.due)
             if (status < 200 || status > 299) non2xx++
-            if (answered + lost === sent && stopped) allAnswered()
+            const next = waiting.shift()
+            if (next !== undefined) write(connection, next)
+            else idle.push(connection)
+            settle()
           })
         },
         close() {
-          lost += connection.pending.length
-          connection.pending = []
+          if (connection.pending) lost++
+          connection.pending = undefined
           connection.socket = undefined
-          if (answered + lost === sent && stopped) allAnswered()
+          const at = idle.indexOf(connection)
+          if (at >= 0) idle.splice(at, 1)
+          settle()
         },
         error() {},
       },
     })
+    idle.push(connection)
     connections.push(connection)
   }
 
   const interval = 1000 / settings.ratePerSec
   const total = Math.floor(settings.ratePerSec * settings.durationSec)
-  let sent = 0
-  let stopped = false
-  let next = 0
   const started = performance.now()
   const send = () => {
     const now = performance.now()
     while (sent < total && started + sent * interval <= now) {
-      // The next idle connection, else the least busy one.
-      let chosen: Connection | undefined
-      for (let step = 0; step < connections.length; step++) {
-        const candidate = connections[(next + step) % connections.length]
-        if (!candidate?.socket) continue
-        if (!chosen || candidate.pending.length < chosen.pending.length) chosen = candidate
-        if (candidate.pending.length === 0) break
-      }
-      next = (next + 1) % connections.length
       const due = started + sent * interval
       sent++
-      if (!chosen?.socket) {
-        lost++
-        continue
+      const connection = idle.pop()
+      if (connection) write(connection, due)
+      else {
+        waited++
+        waiting.push(due)
       }
-      chosen.pending.push({ due, written: performance.now() })
-      chosen.socket.write(request)
     }
   }
   await new Promise<void>((resolve) => {
@@ -159,13 +178,13 @@ export async function runOpenLoop(
   })
   const sendingSec = (performance.now() - started) / 1000
   stopped = true
-  if (answered + lost < sent)
-    await Promise.race([
-      new Promise<void>((resolve) => {
-        allAnswered = resolve
-      }),
-      Bun.sleep(DRAIN_MS),
-    ])
+  await Promise.race([
+    new Promise<void>((resolve) => {
+      allAnswered = resolve
+      settle()
+    }),
+    Bun.sleep(DRAIN_MS),
+  ])
   for (const connection of connections) connection.socket?.end()
   return {
     offeredPerSec: settings.ratePerSec,
@@ -174,6 +193,7 @@ export async function runOpenLoop(
     answered,
     non2xx,
     errors: sent - answered,
+    waitedForConnection: waited,
     latency: latency.summary(),
     sinceDue: sinceDue.summary(),
   }

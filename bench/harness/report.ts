@@ -37,6 +37,8 @@ export interface BenchReport {
 }
 
 const fixed = (value: number, digits = 2) => value.toFixed(digits)
+const middle = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 const mib = (bytes: number | undefined) =>
   bytes === undefined ? 'n/a' : `${Math.round(bytes / 2 ** 20)} MiB`
 
@@ -51,16 +53,19 @@ function requestTable(report: BenchReport): string[] {
       fixed(service.rps, 0),
       fixed(bare.rps, 0),
       `**${fixed(saturation.ratio)}×**`,
+      saturation.cpuRatio === undefined
+        ? 'n/a'
+        : `${fixed(saturation.cpuRatio)}× (${fixed(middle(saturation.rounds.map((round) => round.serviceCpuUs ?? 0)), 0)} µs)`,
       `${fixed(service.latency.p50)} / ${fixed(service.latency.p99)}`,
-      String(openLoop.service.offeredPerSec),
+      `${openLoop.service.offeredPerSec}${openLoop.service.waitedForConnection > 0 ? ` (${openLoop.service.waitedForConnection} waited)` : ''}`,
       `${fixed(open.p50)} / ${fixed(open.p95)} / ${fixed(open.p99)} / ${fixed(open.max)}`,
       `${fixed(openBare.p50)} / ${fixed(openBare.p99)}`,
       failures.length === 0 ? '0' : `**${failures.length}**`,
     ].join(' | ')
   })
   return [
-    '| Scenario | bytes | req/s | bare req/s | ÷ bare | saturated p50 / p99 ms | offered req/s | open loop p50 / p95 / p99 / max ms | bare open loop p50 / p99 ms | wrong answers |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| Scenario | bytes | req/s | bare req/s | ÷ bare | bare CPU ÷ CPU per request (service µs) | saturated p50 / p99 ms | offered req/s | open loop p50 / p95 / p99 / max ms | bare open loop p50 / p99 ms | wrong answers |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows.map((row) => `| ${row} |`),
   ]
 }
@@ -117,9 +122,10 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     '',
     `Request scenarios, each against a bare Elysia route (a separate process started by the harness) ` +
       `answering a fixed JSON of the same size, measured just before it: saturated = autocannon, ` +
-      `${options.connections} connections, ${options.durationSec} s after a ${options.warmupSec} s warm-up; ` +
+      `${options.connections} connections, 3 alternating rounds (bare, service) of ${Math.max(1, options.durationSec / 3).toFixed(1)} s after a ` +
+      `${options.warmupSec} s warm-up each, the median round shown, with the server process's CPU per request; ` +
       `open loop = a fixed offered rate (--rate ${options.ratePerSec} req/s, or half the scenario's saturated ` +
-      `rate when lower) for ${options.openLoopSec} s over 32 connections, latency from write to whole response.`,
+      `rate when lower) for ${options.openLoopSec} s over 64 connections, one request at a time each, latency from write to whole response.`,
     '',
     ...requestTable(report),
     '',

@@ -1,38 +1,106 @@
 // Measures the request scenarios one after another, each against the bare
 // reference route answering the same number of bytes (bare.ts), in the same
-// run and minute: at saturation (closed loop, autocannon) the ratio of their
-// req/s is what stays comparable from one noisy machine or minute to the next;
+// run and minute: at saturation (closed loop, autocannon, alternating rounds)
+// the ratio of their req/s is what stays comparable from one noisy machine or
+// minute to the next, and the ratio of their CPU per request steadier still;
 // at a fixed offered rate (open loop, open-loop.ts) the latency is service
 // time rather than the queue a saturated 2-core machine builds.
 import type { BareServer } from './bare.ts'
+import { processCpuSeconds } from './cpu.ts'
 import { type LoadResult, type LoadSettings, type RequestSpec, runLoad } from './load.ts'
 import { type OpenLoopResult, runOpenLoop } from './open-loop.ts'
 import type { BenchOptions } from './options.ts'
 import type { Prepared } from './prepare.ts'
 import { requestScenarios } from './scenarios.ts'
 
+export interface SaturatedRound {
+  service: LoadResult
+  bare: LoadResult
+  /** Server process CPU (user + system) per request, µs; undefined without /proc. */
+  serviceCpuUs: number | undefined
+  bareCpuUs: number | undefined
+}
+
 export interface RequestResult {
   name: string
   title: string
   /** Size of the answer; the bare route answers as many bytes. */
   bytes: number
-  saturation: { service: LoadResult; bare: LoadResult; ratio: number }
+  /**
+   * Rounds of bare route then service, one after the other; ratio = the
+   * median of the rounds' service ÷ bare req/s, and service / bare are that round's.
+   */
+  saturation: {
+    service: LoadResult
+    bare: LoadResult
+    ratio: number
+    /** Bare CPU per request ÷ the service's, median over rounds: steadier on a busy machine. */
+    cpuRatio: number | undefined
+    rounds: SaturatedRound[]
+  }
   /** Rate offered: --rate, or half the scenario's saturation req/s when that is lower. */
   openLoop: { service: OpenLoopResult; bare: OpenLoopResult }
   /** Wrong answers: non-2xx, errors, lost requests. */
   failures: string[]
 }
 
-const OPEN_LOOP_CONNECTIONS = 32
+const OPEN_LOOP_CONNECTIONS = 64
+/** Saturated rounds per scenario: the median ratio resists a noisy neighbour's burst. */
+const ROUNDS = 3
 
-/** A warm-up run (discarded), then the measured run. */
-async function saturate(baseUrl: string, spec: RequestSpec, options: BenchOptions) {
-  const settings: LoadSettings = {
-    connections: options.connections,
-    durationSec: options.warmupSec,
+/** Where a load goes: a URL, the request, and the pid whose CPU it costs. */
+interface Target {
+  url: string
+  spec: RequestSpec
+  pid: number
+}
+
+/** One closed-loop run, with the CPU the target process spent per request. */
+async function metered(target: Target, settings: LoadSettings) {
+  const before = processCpuSeconds(target.pid)
+  const load = await runLoad(target.url, target.spec, settings)
+  const after = processCpuSeconds(target.pid)
+  const cpuUs =
+    before === undefined || after === undefined || load.requests === 0
+      ? undefined
+      : ((after - before) * 1e6) / load.requests
+  return { load, cpuUs }
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+/** Warm-ups (discarded), then ROUNDS alternating runs of the bare route and the service. */
+async function saturate(service: Target, bare: Target, options: BenchOptions) {
+  const warmup: LoadSettings = { connections: options.connections, durationSec: options.warmupSec }
+  await runLoad(bare.url, bare.spec, warmup)
+  await runLoad(service.url, service.spec, warmup)
+  const settings = { ...warmup, durationSec: Math.max(1, options.durationSec / ROUNDS) }
+  const rounds: SaturatedRound[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const bareRun = await metered(bare, settings)
+    const serviceRun = await metered(service, settings)
+    rounds.push({
+      service: serviceRun.load,
+      bare: bareRun.load,
+      serviceCpuUs: serviceRun.cpuUs,
+      bareCpuUs: bareRun.cpuUs,
+    })
   }
-  await runLoad(baseUrl, spec, settings)
-  return runLoad(baseUrl, spec, { ...settings, durationSec: options.durationSec })
+  const ratioOf = (round: SaturatedRound) =>
+    round.bare.rps > 0 ? round.service.rps / round.bare.rps : 0
+  const ratio = median(rounds.map(ratioOf))
+  const middle = rounds.find((round) => ratioOf(round) === ratio) ?? (rounds[0] as SaturatedRound)
+  const cpuRatios = rounds.flatMap((round) =>
+    round.serviceCpuUs && round.bareCpuUs ? [round.bareCpuUs / round.serviceCpuUs] : [],
+  )
+  return {
+    service: middle.service,
+    bare: middle.bare,
+    ratio,
+    cpuRatio: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
+    rounds,
+  }
 }
 
 function loadFailures(name: string, load: LoadResult): string[] {
@@ -51,7 +119,7 @@ function openLoopFailures(name: string, result: OpenLoopResult): string[] {
 }
 
 export async function measureRequests(
-  baseUrl: string,
+  server: { url: string; pid: number },
   bare: BareServer,
   prepared: Prepared,
   options: BenchOptions,
@@ -59,10 +127,15 @@ export async function measureRequests(
 ): Promise<RequestResult[]> {
   const results: RequestResult[] = []
   for (const scenario of requestScenarios(prepared)) {
+    const baseUrl = server.url
     const bytes = Buffer.byteLength(await scenario.warm(baseUrl))
     const reference: RequestSpec = { method: 'GET', path: bare.pathFor(bytes) }
-    const bareLoad = await saturate(bare.url, reference, options)
-    const service = await saturate(baseUrl, scenario.spec, options)
+    const saturation = await saturate(
+      { url: baseUrl, spec: scenario.spec, pid: server.pid },
+      { url: bare.url, spec: reference, pid: bare.pid },
+      options,
+    )
+    const { service, bare: bareLoad } = saturation
     const rate = Math.max(100, Math.min(options.ratePerSec, Math.floor(service.rps / 2)))
     const openLoop = {
       ratePerSec: rate,
@@ -75,11 +148,7 @@ export async function measureRequests(
       name: scenario.name,
       title: scenario.title,
       bytes,
-      saturation: {
-        service,
-        bare: bareLoad,
-        ratio: bareLoad.rps > 0 ? service.rps / bareLoad.rps : 0,
-      },
+      saturation,
       openLoop: { service: serviceOpen, bare: bareOpen },
       failures: [
         ...loadFailures(scenario.name, service),

@@ -53,7 +53,7 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
   try {
     say('preparing data through the API')
     const prepared = await prepareData(server.url)
-    const requests = await measureRequests(server.url, bare, prepared, options, say)
+    const requests = await measureRequests(server, bare, prepared, options, say)
     await bare.stop()
     say('send + stream')
     const sendStream = await runSendStream(server.url, prepared.runId, {
