@@ -16,6 +16,7 @@ import { createMemoryCache } from './storage/memory-cache.ts'
 import { migrate } from './storage/migrate.ts'
 import { createNearCache } from './storage/near-cache.ts'
 import { createPgliteDb } from './storage/pglite.ts'
+import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
@@ -34,6 +35,7 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   const dir = resolve(config.dataDir)
   const release = lockDataDir(dir)
   onClose(release)
+  await seedFromTemplate(dir)
   return createPgliteDb(dir)
 }
 
