@@ -30,6 +30,8 @@ export interface BenchReport {
   pgbench: PgbenchResult | undefined
   /** Why there is no pgbench figure, when there is none. */
   pgbenchSkipped: string | undefined
+  /** Alternating rounds of sends and pgbench; the median share's round is the one reported. */
+  sendRounds: { turnsPerSec: number; pgbenchTurnsPerSec: number }[]
   manyStreams: ManyStreamsResult
   targets: TargetCheck[]
   /** Wrong answers; any makes the run exit non-zero. */
@@ -129,10 +131,11 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     '',
     ...requestTable(report),
     '',
-    `Send + stream: ${options.streamConcurrency} clients in a closed loop for ${options.durationSec} s, ` +
-      'one new conversation per send, local model without chunk delay; pgbench: the statements of one ' +
-      `such send captured from the service${pgbench ? ` (${pgbench.statementsPerTurn} a turn, prepared)` : ''}, ` +
-      `${options.streamConcurrency} clients, right after it.${report.pgbenchSkipped ? ` No pgbench: ${report.pgbenchSkipped}.` : ''}`,
+    `Send + stream: ${options.streamConcurrency} clients in a closed loop, one new conversation per send, ` +
+      'local model without chunk delay; pgbench: the statements of one such send captured from the service' +
+      `${pgbench ? ` (${pgbench.statementsPerTurn} a turn, prepared)` : ''}, ${options.streamConcurrency} clients; ` +
+      `alternating rounds, the median share shown${report.sendRounds.length > 0 ? ` (rounds: ${report.sendRounds.map((round) => `${round.turnsPerSec.toFixed(0)} / ${round.pgbenchTurnsPerSec.toFixed(0)}`).join(', ')} turns/s)` : ''}.` +
+      `${report.pgbenchSkipped ? ` No pgbench: ${report.pgbenchSkipped}.` : ''}`,
     '',
     ...sendStreamTable(report.sendStream, pgbench),
     '',

@@ -11,39 +11,20 @@ import { type Backend, backendFromEnv } from './backend.ts'
 import { startBare } from './bare.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
-import { PGBENCH, runPgbench } from './pgbench.ts'
 import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
 import { measureRequests } from './requests.ts'
 import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
-import { runSendStream } from './send-stream.ts'
+import { measureSends } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
 import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
-import { captureTurnStatements } from './turn-statements.ts'
 
 const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
-
-/** pgbench running one send's statements, right after the sends; undefined + why on embedded. */
-async function measureCeiling(options: BenchOptions, backend: Backend) {
-  if (!backend.databaseUrl.startsWith('postgres'))
-    return { pgbench: undefined, pgbenchSkipped: 'the database is embedded (PGlite)' }
-  if (!PGBENCH) return { pgbench: undefined, pgbenchSkipped: 'pgbench is not installed' }
-  say('pgbench: capturing the statements of one send, then replaying them')
-  const steps = await captureTurnStatements(backend)
-  const pgbench = await runPgbench(backend.databaseUrl, steps, {
-    clients: options.streamConcurrency,
-    durationSec: options.durationSec,
-  })
-  say(
-    `pgbench: ${pgbench.turnsPerSec.toFixed(0)} turns/s (${pgbench.statementsPerTurn} statements a turn)`,
-  )
-  return { pgbench, pgbenchSkipped: undefined }
-}
 
 /** Request scenarios against the bare route, and send + stream against pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
@@ -56,13 +37,8 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
     const requests = await measureRequests(server, bare, prepared, options, say)
     await bare.stop()
     say('send + stream')
-    const sendStream = await runSendStream(server.url, prepared.runId, {
-      concurrency: options.streamConcurrency,
-      durationSec: options.durationSec,
-    })
-    say(`send + stream: ${sendStream.streamsPerSec.toFixed(0)} turns/s`)
-    const ceiling = await measureCeiling(options, backend)
-    return { requests, sendStream, ...ceiling, runId: prepared.runId }
+    const sends = await measureSends(server.url, prepared.runId, backend, options, say)
+    return { requests, sends, runId: prepared.runId }
   } finally {
     await bare.stop()
     await server.stop()
@@ -103,10 +79,8 @@ async function main(): Promise<number> {
   const startedAt = new Date().toISOString()
   const commit = commitLabel()
   const machine = describeMachine()
-  const { requests, sendStream, pgbench, pgbenchSkipped, runId } = await measureOneServer(
-    options,
-    backend,
-  )
+  const { requests, sends, runId } = await measureOneServer(options, backend)
+  const { sendStream, pgbench, pgbenchSkipped } = sends
   say(`many streams: ${options.streamClients} clients`)
   const manyStreams = await runManyStreams(backend, {
     clients: options.streamClients,
@@ -128,11 +102,12 @@ async function main(): Promise<number> {
     sendStream,
     pgbench,
     pgbenchSkipped,
+    sendRounds: sends.rounds,
     manyStreams,
     targets: targetChecks(requests, sendStream, pgbench),
     failures: [
       ...requests.flatMap((result) => result.failures),
-      ...sendStreamFailures(sendStream),
+      ...sends.allSends.flatMap(sendStreamFailures),
       ...manyStreamsFailures(manyStreams),
     ],
   }
