@@ -3,13 +3,14 @@
 // export of main), in rotating rounds: the first start on a fresh DATA_DIR
 // (spawn to the first 200 from GET /health), and the server's CPU per
 // GET /health under load (autocannon, 10 connections, 3 s).
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { terminate, track } from '../harness/children.ts'
 import { processCpuSeconds } from '../harness/cpu.ts'
 import { runLoad } from '../harness/load.ts'
 import { describeMachine, machineLine } from '../harness/machine.ts'
+import { resultName } from '../harness/result-name.ts'
 import { freePort } from '../harness/server.ts'
 
 const ROUNDS = 3
