@@ -81,13 +81,24 @@ for (let round = 0; round < ROUNDS; round++)
   }
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-console.log(`Machine: ${machineLine(describeMachine())}. Medians of ${ROUNDS} rotating rounds.\n`)
-console.log(
+const lines = [
+  `## Embedded: first start and GET /health, ${new Date().toISOString()}`,
+  '',
+  `Machine: ${machineLine(describeMachine())}. Medians of ${ROUNDS} rotating rounds; ` +
+    'the first round of a checkout may build its template.',
+  '',
   '| checkout | first start on a fresh DATA_DIR, ms | GET /health req/s | server CPU per /health, µs |',
-)
-console.log('|---|--:|--:|--:|')
-for (const [root, row] of Object.entries(rows))
-  console.log(
-    `| ${root} | ${median(row.startMs).toFixed(0)} | ${median(row.healthRps).toFixed(0)} | ${median(row.healthCpuUs).toFixed(0)} |`,
-  )
+  '|---|--:|--:|--:|',
+  ...Object.entries(rows).map(
+    ([root, row]) =>
+      `| ${root} | ${median(row.startMs).toFixed(0)} | ${median(row.healthRps).toFixed(0)} | ${median(row.healthCpuUs).toFixed(0)} |`,
+  ),
+  '',
+]
+const dir = resolve(import.meta.dir, '../results')
+mkdirSync(dir, { recursive: true })
+const path = join(dir, `${resultName()}-embedded-startup.md`)
+writeFileSync(path, lines.join('\n'))
+console.log(lines.join('\n'))
+console.error(`wrote ${path}`)
 process.exit(0)
