@@ -2,6 +2,7 @@
 // names; with AUTH_JWT_SECRET set, only a verified HS256 bearer token counts.
 import { jwtVerify } from 'jose'
 import { forbidden, unauthorized, validationFailed } from './errors.ts'
+import { importHs256Key } from './hmac-key.ts'
 
 export interface Authenticator {
   /**
@@ -38,13 +39,13 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
     }
   }
 
-  const key = new TextEncoder().encode(jwtSecret)
+  const key = importHs256Key(jwtSecret)
   async function subjectOf(request: Request): Promise<string> {
     const header = request.headers.get('authorization') ?? ''
     const match = /^Bearer\s+(\S+)$/i.exec(header)
     if (!match?.[1]) throw unauthorized('An Authorization: Bearer token is required.')
     try {
-      const { payload } = await jwtVerify(match[1], key, {
+      const { payload } = await jwtVerify(match[1], await key, {
         algorithms: ['HS256'],
         // A token without an expiry would be valid forever once leaked.
         requiredClaims: ['exp'],

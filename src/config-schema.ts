@@ -136,6 +136,7 @@ const variables = {
   RATE_LIMIT_WINDOW_SECONDS: integer(60, 1, 86_400),
   CACHE_TIMEOUT_MS: integer(500, 10, 60_000),
   DATABASE_TIMEOUT_MS: integer(2_000, 100, 600_000),
+  NEAR_CACHE_MAX_BYTES: integer(16 * 2 ** 20, 0, 2 ** 34),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

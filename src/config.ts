@@ -82,6 +82,11 @@ export interface Config {
   cacheTimeoutMs: number
   /** Longest a database connect or statement may take before the request is a 503. */
   databaseTimeoutMs: number
+  /**
+   * Bytes of process memory the near cache of history and list keys may take
+   * (0 = no near cache).
+   */
+  nearCacheMaxBytes: number
 }
 
 export class ConfigError extends Error {}
@@ -208,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     cacheTimeoutMs: e.CACHE_TIMEOUT_MS,
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
+    nearCacheMaxBytes: e.NEAR_CACHE_MAX_BYTES,
   }
 }
 

@@ -6,6 +6,7 @@ import { resolve } from 'node:path'
 import Redis from 'ioredis'
 import type { AppDeps } from './app.ts'
 import type { Config } from './config.ts'
+import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/cache-keys.ts'
 import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
@@ -27,9 +28,12 @@ import { lockDataDir } from './storage/data-dir-lock.ts'
 import type { Db } from './storage/db.ts'
 import { createMemoryCache } from './storage/memory-cache.ts'
 import { migrate } from './storage/migrate.ts'
+import { createNearCache } from './storage/near-cache.ts'
 import { createPgliteDb } from './storage/pglite.ts'
+import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 
 export interface Dependencies extends AppDeps {
@@ -48,6 +52,7 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   const dir = resolve(config.dataDir)
   const release = lockDataDir(dir)
   onClose(release)
+  await seedFromTemplate(dir)
   return createPgliteDb(dir)
 }
 
@@ -57,11 +62,15 @@ const CACHE_PROBE_INTERVAL_MS = 200
 /**
  * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
  * emptied before reuse after an outage), or the in-process cache, which
- * cannot fail.
+ * cannot fail. With `near`, history and list reads are answered from a
+ * coherent near cache in front of it (NEAR_CACHE_MAX_BYTES, 0 = off).
  */
-export function openCache(config: Config, log?: Logger): Cache {
+export function openCache(
+  config: Config,
+  { log, near = false }: { log?: Logger; near?: boolean } = {},
+): Cache {
   if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
-  return createResilientCache(createRedisCache(config.redisUrl), {
+  const shared = createResilientCache(createRedisCache(config.redisUrl), {
     timeoutMs: config.cacheTimeoutMs,
     probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
     onStateChange: (state, cause) =>
@@ -69,6 +78,12 @@ export function openCache(config: Config, log?: Logger): Cache {
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
         : log?.info('cache answers again; emptied it and using it again'),
   })
+  if (!near || config.nearCacheMaxBytes === 0) return shared
+  return createNearCache(
+    shared,
+    openRedisInvalidations(config.redisUrl, { prefixes: NEAR_CACHED_PREFIXES }),
+    { maxBytes: config.nearCacheMaxBytes, isNear: isNearCached },
+  )
 }
 
 /** The counter variant's store: state, not a copy, so never the resilient cache (it flushes). */
@@ -169,7 +184,7 @@ export async function openDependencies(
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }
     if (NEEDS_CACHE.has(config.variant)) {
-      const opened = openCache(config, log)
+      const opened = openCache(config, { log, near: config.variant === 'full' })
       onClose(() => opened.close())
       cache = instrumentedCache(opened, metrics)
     }

@@ -238,6 +238,22 @@ describe('REDIS_STATE_URL', () => {
   })
 })
 
+describe('NEAR_CACHE_MAX_BYTES', () => {
+  test('defaults to 16 MiB, takes a whole number, and 0 turns the near cache off', () => {
+    expect(loadConfig({}).nearCacheMaxBytes).toBe(16 * 2 ** 20)
+    expect(loadConfig({ NEAR_CACHE_MAX_BYTES: '1048576' }).nearCacheMaxBytes).toBe(1_048_576)
+    expect(loadConfig({ NEAR_CACHE_MAX_BYTES: '0' }).nearCacheMaxBytes).toBe(0)
+  })
+
+  test('a value that is not a whole number, or absurdly large, stops the process', () => {
+    expect(configError({ NEAR_CACHE_MAX_BYTES: '16MB' }).message).toContain('NEAR_CACHE_MAX_BYTES')
+    expect(configError({ NEAR_CACHE_MAX_BYTES: '-1' }).message).toContain('NEAR_CACHE_MAX_BYTES')
+    expect(configError({ NEAR_CACHE_MAX_BYTES: String(2 ** 40) }).message).toContain(
+      'NEAR_CACHE_MAX_BYTES',
+    )
+  })
+})
+
 describe('maskUrlPassword', () => {
   test('replaces a password with ***', () => {
     expect(maskUrlPassword('postgres://app:s3cret@db:5432/app')).toBe(

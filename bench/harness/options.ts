@@ -1,5 +1,5 @@
-// Command-line options of `bun run bench`. Defaults keep a full run under two
-// minutes; --short (CI) keeps it under about half a minute of load; --scale
+// Command-line options of `bun run bench`. Defaults keep a full run around two
+// and a half minutes; --short (CI) keeps it around a minute; --scale
 // runs only the streaming scenarios, at thousands of streams, on one and two
 // instances (about two and a half minutes).
 
@@ -13,6 +13,10 @@ export interface BenchOptions {
   warmupSec: number
   /** Concurrent connections of the load generator for request scenarios. */
   connections: number
+  /** Requests a second offered in the open-loop runs (at most half a scenario's saturation rate). */
+  ratePerSec: number
+  /** Seconds of each open-loop run. */
+  openLoopSec: number
   /** Concurrent clients of the send + stream scenario (closed loop). */
   streamConcurrency: number
   /** Clients of the many-streams scenario, all in flight together. */
@@ -35,7 +39,7 @@ export interface BenchOptions {
 
 const USAGE =
   'usage: bun run bench [--short | --scale] [--duration=S] [--connections=C] [--clients=N] ' +
-  '[--ramp=S] [--chunk-delay=MS] [--instances=1,2] [--client-processes=P] [--words=W] [--profile] [--max-seconds=S]'
+  '[--rate=R] [--ramp=S] [--chunk-delay=MS] [--instances=1,2] [--client-processes=P] [--words=W] [--profile] [--max-seconds=S]'
 
 function numberFlag(args: string[], name: string, min: number, max: number): number | undefined {
   const prefix = `--${name}=`
@@ -63,6 +67,7 @@ export function parseOptions(args: string[]): BenchOptions {
     '--scale',
     '--duration=',
     '--connections=',
+    '--rate=',
     '--clients=',
     '--ramp=',
     '--chunk-delay=',
@@ -91,16 +96,21 @@ export function parseOptions(args: string[]): BenchOptions {
     ? // Per instance count: two server starts, send + stream, and the ramp plus
       // the longest streams, with room for the queue a busy machine builds.
       60 + (instances ?? [1, 2]).length * (40 + durationSec + streamRampMs / 1000)
-    : // A longer --duration gets a bound that fits it (8 measured runs plus the rest).
+    : // Five request scenarios of two saturated and two open-loop runs each, plus
+      // the sends, pgbench and many streams; a longer --duration gets a bound that fits it.
       duration === undefined
-      ? 120
-      : 90 + 10 * duration
+      ? short
+        ? 150
+        : 300
+      : 200 + 12 * duration
   return {
     short,
     scale,
     durationSec,
     warmupSec: short ? 0.5 : 1,
     connections: numberFlag(args, 'connections', 1, 200) ?? 10,
+    ratePerSec: numberFlag(args, 'rate', 100, 50_000) ?? 5_000,
+    openLoopSec: short ? 1.5 : 3,
     streamConcurrency: 10,
     streamClients,
     streamRampMs,

@@ -1,62 +1,87 @@
-// The run's report: one JSON document (everything measured) and one Markdown
-// page (the tables the README quotes), both written to bench/results/.
+// The run's report: one JSON document (everything measured), one Markdown
+// page (the tables the README quotes) and its SVG chart, written to
+// bench/results/ under the run's date and commit.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { chartSvg } from './chart.ts'
 import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
+import type { PgbenchResult } from './pgbench.ts'
 import type { RequestResult } from './requests.ts'
+import { resultName } from './result-name.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import type { ManyStreamsResult } from './streaming.ts'
+import type { TargetCheck } from './targets.ts'
 
 export const RESULTS_DIR = resolve(import.meta.dir, '../results')
 
 export interface BenchReport {
   startedAt: string
+  /** Commit measured (see result-name.ts). */
+  commit: string
   backend: string
   machine: Machine
+  /** 1-minute load average when the run ended: the machine is shared. */
+  loadAverageAtEnd: number
   options: BenchOptions
   requests: RequestResult[]
   sendStream: StreamSummary
+  /** pgbench running the statements of one send (real Postgres only). */
+  pgbench: PgbenchResult | undefined
+  /** Why there is no pgbench figure, when there is none. */
+  pgbenchSkipped: string | undefined
+  /** Alternating rounds of sends and pgbench; the median share's round is the one reported. */
+  sendRounds: { turnsPerSec: number; pgbenchTurnsPerSec: number }[]
   manyStreams: ManyStreamsResult
+  targets: TargetCheck[]
+  /** Wrong answers; any makes the run exit non-zero. */
   failures: string[]
 }
 
 const fixed = (value: number, digits = 2) => value.toFixed(digits)
+const middle = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 const mib = (bytes: number | undefined) =>
   bytes === undefined ? 'n/a' : `${Math.round(bytes / 2 ** 20)} MiB`
 
 function requestTable(report: BenchReport): string[] {
-  const ratio = (value: number, reference: number) =>
-    reference === 0 ? 'n/a' : `${fixed(value / reference)}×`
-  const rows = report.requests.map(({ title, target, load, health, failures }) =>
-    [
+  const rows = report.requests.map(({ title, bytes, saturation, openLoop, failures }) => {
+    const { service, bare } = saturation
+    const open = openLoop.service.latency
+    const openBare = openLoop.bare.latency
+    return [
       title,
-      fixed(load.rps, 0),
-      fixed(load.latency.p50),
-      fixed(load.latency.p95),
-      fixed(load.latency.p99),
-      fixed(load.latency.max),
-      String(load.non2xx + load.errors),
-      `${fixed(health.rps, 0)} / ${fixed(health.latency.p99)}`,
-      ratio(load.rps, health.rps),
-      ratio(load.latency.p99, health.latency.p99),
-      target,
-      failures.length === 0 ? 'met' : '**missed**',
-    ].join(' | '),
-  )
+      String(bytes),
+      fixed(service.rps, 0),
+      fixed(bare.rps, 0),
+      `**${fixed(saturation.ratio)}×**`,
+      saturation.cpuRatio === undefined
+        ? 'n/a'
+        : `${fixed(saturation.cpuRatio)}× (${fixed(middle(saturation.rounds.map((round) => round.serviceCpuUs ?? 0)), 0)} µs)`,
+      `${fixed(service.latency.p50)} / ${fixed(service.latency.p99)}`,
+      `${openLoop.service.offeredPerSec}${openLoop.service.waitedForConnection > 0 ? ` (${openLoop.service.waitedForConnection} waited)` : ''}`,
+      `${fixed(open.p50)} / ${fixed(open.p95)} / ${fixed(open.p99)} / ${fixed(open.max)}`,
+      `${fixed(openBare.p50)} / ${fixed(openBare.p99)}`,
+      failures.length === 0 ? '0' : `**${failures.length}**`,
+    ].join(' | ')
+  })
   return [
-    '| Scenario | req/s | p50 ms | p95 ms | p99 ms | max ms | non-2xx + errors | /health req/s / p99 ms | req/s ÷ health | p99 ÷ health | Target | |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|',
+    '| Scenario | bytes | req/s | bare req/s | ÷ bare | bare CPU ÷ CPU per request (service µs) | saturated p50 / p99 ms | offered req/s | open loop p50 / p95 / p99 / max ms | bare open loop p50 / p99 ms | wrong answers |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows.map((row) => `| ${row} |`),
   ]
 }
 
-function sendStreamTable(summary: StreamSummary): string[] {
+function sendStreamTable(summary: StreamSummary, pgbench: PgbenchResult | undefined): string[] {
   const { timeToFirstItem: first, streamTime: whole } = summary
+  const ceiling = pgbench ? fixed(pgbench.turnsPerSec, 0) : 'n/a'
+  const share = pgbench
+    ? `**${fixed((summary.streamsPerSec / pgbench.turnsPerSec) * 100, 0)} %**`
+    : 'n/a'
   return [
-    '| streams/s | complete | first item p50 / p95 / p99 ms | whole stream p50 / p99 ms | append items/s |',
-    '|--:|--:|--:|--:|--:|',
-    `| ${fixed(summary.streamsPerSec, 1)} | ${summary.completed} / ${summary.streams} | ` +
+    '| turns/s | pgbench turns/s | share of pgbench | complete | first item p50 / p95 / p99 ms | whole stream p50 / p99 ms | append items/s |',
+    '|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${fixed(summary.streamsPerSec, 1)} | ${ceiling} | ${share} | ${summary.completed} / ${summary.streams} | ` +
       `${fixed(first.p50)} / ${fixed(first.p95)} / ${fixed(first.p99)} | ` +
       `${fixed(whole.p50)} / ${fixed(whole.p99)} | ${fixed(summary.itemsPerSec, 0)} |`,
   ]
@@ -74,23 +99,45 @@ function manyStreamsTable(result: ManyStreamsResult): string[] {
   ]
 }
 
-export function toMarkdown(report: BenchReport): string {
-  const { options } = report
+function targetTable(checks: readonly TargetCheck[]): string[] {
+  const verdict = (met: boolean | undefined) =>
+    met === undefined ? 'n/a' : met ? 'met' : '**missed**'
   return [
-    `## Benchmark: ${report.backend}${options.short ? ' (short run)' : ''}, ${report.startedAt}`,
+    '| Target | Measured | |',
+    '|---|---|---|',
+    ...checks.map((check) => `| ${check.target} | ${check.measured} | ${verdict(check.met)} |`),
+  ]
+}
+
+export function toMarkdown(report: BenchReport, chartFile?: string): string {
+  const { options } = report
+  const pgbench = report.pgbench
+  return [
+    `## Benchmark: ${report.backend}${options.short ? ' (short run)' : ''}, ${report.startedAt}, commit ${report.commit}`,
     '',
-    `Machine: ${machineLine(report.machine)}.`,
+    `Machine: ${machineLine(report.machine)}; ${fixed(report.loadAverageAtEnd)} at the end.`,
     '',
-    `Request scenarios: autocannon, ${options.connections} connections, ${options.durationSec} s each ` +
-      `after a ${options.warmupSec} s warm-up, against the server on 127.0.0.1; each paired with ` +
-      'GET /health measured the same way just before it.',
+    ...(chartFile
+      ? [`![req/s against the reference, and latency at a fixed rate](${chartFile})`, '']
+      : []),
+    ...targetTable(report.targets),
+    '',
+    `Request scenarios, each against a bare Elysia route (a separate process started by the harness) ` +
+      `answering a fixed JSON of the same size, measured just before it: saturated = autocannon, ` +
+      `${options.connections} connections, 3 alternating rounds (bare, service) of ${Math.max(1, options.durationSec / 3).toFixed(1)} s after a ` +
+      `${options.warmupSec} s warm-up each, the median round shown, with the server process's CPU per request; ` +
+      `open loop = a fixed offered rate (--rate ${options.ratePerSec} req/s, or half the scenario's saturated ` +
+      `rate when lower) for ${options.openLoopSec} s over 64 connections, one request at a time each, latency from write to whole response.`,
     '',
     ...requestTable(report),
     '',
-    `Send + stream: ${options.streamConcurrency} clients in a closed loop for ${options.durationSec} s, ` +
-      'one new conversation per send, local model without chunk delay.',
+    `Send + stream: ${options.streamConcurrency} clients in a closed loop, one new conversation per send, ` +
+      'local model without chunk delay; pgbench: the statements of one such send captured from the service' +
+      `${pgbench ? ` (${pgbench.statementsPerTurn} a turn, prepared)` : ''}, ${options.streamConcurrency} clients; ` +
+      `alternating rounds, the median share shown${report.sendRounds.length > 0 ? ` (rounds: ${report.sendRounds.map((round) => `${round.turnsPerSec.toFixed(0)} / ${round.pgbenchTurnsPerSec.toFixed(0)}`).join(', ')} turns/s)` : ''}.` +
+      `${report.pgbenchSkipped ? ` No pgbench: ${report.pgbenchSkipped}.` : ''}`,
     '',
-    ...sendStreamTable(report.sendStream),
+    ...sendStreamTable(report.sendStream, pgbench),
     '',
     `Many streams: ${report.manyStreams.clients} clients started over ${options.streamRampMs} ms, ` +
       `one message each, local model at ${report.manyStreams.chunkDelayMs} ms per chunk, fresh server.`,
@@ -98,18 +145,28 @@ export function toMarkdown(report: BenchReport): string {
     ...manyStreamsTable(report.manyStreams),
     '',
     report.failures.length === 0
-      ? 'All targets met.'
-      : ['Missed targets:', ...report.failures.map((failure) => `- ${failure}`)].join('\n'),
+      ? 'No wrong answers.'
+      : ['Wrong answers:', ...report.failures.map((failure) => `- ${failure}`)].join('\n'),
     '',
   ].join('\n')
 }
 
-/** Writes `<backend>[-short].json` and `.md`; returns their paths. */
-export function writeReport(report: BenchReport): { json: string; markdown: string } {
+/** Writes `<date>-<commit>-<backend>[-short].{json,md,svg}` (never overwriting a run); returns the paths. */
+export function writeReport(report: BenchReport): { json: string; markdown: string; svg: string } {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const base = join(RESULTS_DIR, `${report.backend}${report.options.short ? '-short' : ''}`)
-  const paths = { json: `${base}.json`, markdown: `${base}.md` }
+  const name = `${resultName(new Date(report.startedAt), report.commit)}-${report.backend}${report.options.short ? '-short' : ''}`
+  const base = join(RESULTS_DIR, name)
+  const paths = { json: `${base}.json`, markdown: `${base}.md`, svg: `${base}.svg` }
   writeFileSync(paths.json, `${JSON.stringify(report, null, 2)}\n`)
-  writeFileSync(paths.markdown, toMarkdown(report))
+  writeFileSync(
+    paths.svg,
+    chartSvg(
+      `${report.backend}, ${report.startedAt}, ${report.commit}`,
+      report.requests,
+      report.sendStream,
+      report.pgbench,
+    ),
+  )
+  writeFileSync(paths.markdown, toMarkdown(report, `${name}.svg`))
   return paths
 }

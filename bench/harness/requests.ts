@@ -1,63 +1,167 @@
-// Measures the request scenarios one after another, each paired with a GET
-// /health measured just before it under the same settings: the ratio of the
-// two is what stays comparable from one (noisy) machine or minute to the next.
+// Measures the request scenarios one after another, each against the bare
+// reference route answering the same number of bytes (bare.ts), in the same
+// run and minute: at saturation (closed loop, autocannon, alternating rounds)
+// the ratio of their req/s is what stays comparable from one noisy machine or
+// minute to the next, and the ratio of their CPU per request steadier still;
+// at a fixed offered rate (open loop, open-loop.ts) the latency is service
+// time rather than the queue a saturated 2-core machine builds.
+import type { BareServer } from './bare.ts'
+import { processCpuSeconds } from './cpu.ts'
 import { type LoadResult, type LoadSettings, type RequestSpec, runLoad } from './load.ts'
+import { type OpenLoopResult, runOpenLoop } from './open-loop.ts'
 import type { BenchOptions } from './options.ts'
 import type { Prepared } from './prepare.ts'
-import { HEALTH, requestScenarios } from './scenarios.ts'
-import { describeTarget, requestFailures } from './targets.ts'
+import { requestScenarios } from './scenarios.ts'
+
+export interface SaturatedRound {
+  service: LoadResult
+  bare: LoadResult
+  /** Server process CPU (user + system) per request, µs; undefined without /proc. */
+  serviceCpuUs: number | undefined
+  bareCpuUs: number | undefined
+}
 
 export interface RequestResult {
   name: string
   title: string
-  target: string
-  load: LoadResult
-  /** GET /health, measured right before this scenario. */
-  health: LoadResult
+  /** Size of the answer; the bare route answers as many bytes. */
+  bytes: number
+  /**
+   * Rounds of bare route then service, one after the other; ratio = the
+   * median of the rounds' service ÷ bare req/s, and service / bare are that round's.
+   */
+  saturation: {
+    service: LoadResult
+    bare: LoadResult
+    ratio: number
+    /** Bare CPU per request ÷ the service's, median over rounds: steadier on a busy machine. */
+    cpuRatio: number | undefined
+    rounds: SaturatedRound[]
+  }
+  /** Rate offered: --rate, or half the scenario's saturation req/s when that is lower. */
+  openLoop: { service: OpenLoopResult; bare: OpenLoopResult }
+  /** Wrong answers: non-2xx, errors, lost requests. */
   failures: string[]
 }
 
-/** A warm-up run (discarded), then the measured run. */
-async function measure(
-  baseUrl: string,
-  spec: RequestSpec,
-  options: BenchOptions,
-): Promise<LoadResult> {
-  const settings: LoadSettings = {
-    connections: options.connections,
-    durationSec: options.warmupSec,
+const OPEN_LOOP_CONNECTIONS = 64
+/** Saturated rounds per scenario: the median ratio resists a noisy neighbour's burst. */
+const ROUNDS = 3
+
+/** Where a load goes: a URL, the request, and the pid whose CPU it costs. */
+interface Target {
+  url: string
+  spec: RequestSpec
+  pid: number
+}
+
+/** One closed-loop run, with the CPU the target process spent per request. */
+async function metered(target: Target, settings: LoadSettings) {
+  const before = processCpuSeconds(target.pid)
+  const load = await runLoad(target.url, target.spec, settings)
+  const after = processCpuSeconds(target.pid)
+  const cpuUs =
+    before === undefined || after === undefined || load.requests === 0
+      ? undefined
+      : ((after - before) * 1e6) / load.requests
+  return { load, cpuUs }
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+/** Warm-ups (discarded), then ROUNDS alternating runs of the bare route and the service. */
+async function saturate(service: Target, bare: Target, options: BenchOptions) {
+  const warmup: LoadSettings = { connections: options.connections, durationSec: options.warmupSec }
+  await runLoad(bare.url, bare.spec, warmup)
+  await runLoad(service.url, service.spec, warmup)
+  const settings = { ...warmup, durationSec: Math.max(1, options.durationSec / ROUNDS) }
+  const rounds: SaturatedRound[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const bareRun = await metered(bare, settings)
+    const serviceRun = await metered(service, settings)
+    rounds.push({
+      service: serviceRun.load,
+      bare: bareRun.load,
+      serviceCpuUs: serviceRun.cpuUs,
+      bareCpuUs: bareRun.cpuUs,
+    })
   }
-  await runLoad(baseUrl, spec, settings)
-  return runLoad(baseUrl, spec, { ...settings, durationSec: options.durationSec })
+  const ratioOf = (round: SaturatedRound) =>
+    round.bare.rps > 0 ? round.service.rps / round.bare.rps : 0
+  const ratio = median(rounds.map(ratioOf))
+  const middle = rounds.find((round) => ratioOf(round) === ratio) ?? (rounds[0] as SaturatedRound)
+  const cpuRatios = rounds.flatMap((round) =>
+    round.serviceCpuUs && round.bareCpuUs ? [round.bareCpuUs / round.serviceCpuUs] : [],
+  )
+  return {
+    service: middle.service,
+    bare: middle.bare,
+    ratio,
+    cpuRatio: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
+    rounds,
+  }
+}
+
+function loadFailures(name: string, load: LoadResult): string[] {
+  const failures: string[] = []
+  if (load.requests === 0) failures.push(`${name}: no response at all`)
+  if (load.non2xx > 0) failures.push(`${name}: ${load.non2xx} non-2xx responses`)
+  if (load.errors > 0) failures.push(`${name}: ${load.errors} connection errors or timeouts`)
+  return failures
+}
+
+function openLoopFailures(name: string, result: OpenLoopResult): string[] {
+  const failures: string[] = []
+  if (result.non2xx > 0) failures.push(`${name} (open loop): ${result.non2xx} non-2xx responses`)
+  if (result.errors > 0) failures.push(`${name} (open loop): ${result.errors} requests unanswered`)
+  return failures
 }
 
 export async function measureRequests(
-  baseUrl: string,
+  server: { url: string; pid: number },
+  bare: BareServer,
   prepared: Prepared,
   options: BenchOptions,
   progress: (line: string) => void,
 ): Promise<RequestResult[]> {
   const results: RequestResult[] = []
   for (const scenario of requestScenarios(prepared)) {
-    await scenario.warm(baseUrl)
-    const health = await measure(baseUrl, HEALTH, options)
-    const load = await measure(baseUrl, scenario.spec, options)
-    const failures = [
-      ...requestFailures(scenario.name, scenario.target, load),
-      ...requestFailures(`${scenario.name} (paired /health)`, {}, health),
-    ]
-    results.push({
+    const baseUrl = server.url
+    const bytes = Buffer.byteLength(await scenario.warm(baseUrl))
+    const reference: RequestSpec = { method: 'GET', path: bare.pathFor(bytes) }
+    const saturation = await saturate(
+      { url: baseUrl, spec: scenario.spec, pid: server.pid },
+      { url: bare.url, spec: reference, pid: bare.pid },
+      options,
+    )
+    const { service, bare: bareLoad } = saturation
+    const rate = Math.max(100, Math.min(options.ratePerSec, Math.floor(service.rps / 2)))
+    const openLoop = {
+      ratePerSec: rate,
+      durationSec: options.openLoopSec,
+      connections: OPEN_LOOP_CONNECTIONS,
+    }
+    const bareOpen = await runOpenLoop(bare.url, reference, openLoop)
+    const serviceOpen = await runOpenLoop(baseUrl, scenario.spec, openLoop)
+    const result: RequestResult = {
       name: scenario.name,
       title: scenario.title,
-      target: describeTarget(scenario.target),
-      load,
-      health,
-      failures,
-    })
+      bytes,
+      saturation,
+      openLoop: { service: serviceOpen, bare: bareOpen },
+      failures: [
+        ...loadFailures(scenario.name, service),
+        ...loadFailures(`${scenario.name} (bare)`, bareLoad),
+        ...openLoopFailures(scenario.name, serviceOpen),
+        ...openLoopFailures(`${scenario.name} (bare)`, bareOpen),
+      ],
+    }
+    results.push(result)
     progress(
-      `${scenario.name}: ${load.rps.toFixed(0)} req/s, p95 ${load.latency.p95.toFixed(2)} ms, ` +
-        `p99 ${load.latency.p99.toFixed(2)} ms (health ${health.rps.toFixed(0)} req/s, ` +
-        `p99 ${health.latency.p99.toFixed(2)} ms)${failures.length > 0 ? ': target missed' : ''}`,
+      `${scenario.name}: ${service.rps.toFixed(0)} req/s = ${result.saturation.ratio.toFixed(2)}× bare ` +
+        `(${bareLoad.rps.toFixed(0)}); at ${rate} req/s offered p99 ${serviceOpen.latency.p99.toFixed(2)} ms ` +
+        `(bare ${bareOpen.latency.p99.toFixed(2)} ms)${result.failures.length > 0 ? ': wrong answers' : ''}`,
     )
   }
   return results

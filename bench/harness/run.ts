@@ -1,41 +1,46 @@
 // `bun run bench`: starts the service on 127.0.0.1 (real Postgres and Redis
-// when DATABASE_URL / REDIS_URL are set, embedded otherwise), prepares data
-// through the API, measures every scenario, writes bench/results/, and exits
-// non-zero when a target is missed. Bounded by --max-seconds (default 120).
+// when DATABASE_URL / REDIS_URL are set, embedded otherwise) and a bare
+// reference route beside it, prepares data through the API, measures every
+// scenario against its reference (the bare route; pgbench for sends), writes
+// bench/results/ under the date and commit, prints the targets met / missed,
+// and exits non-zero on wrong answers. Bounded by --max-seconds.
 // `--scale` runs only the streaming scenarios, at thousands of streams, on one
 // and two instances (scale.ts).
+import { loadavg } from 'node:os'
 import { type Backend, backendFromEnv } from './backend.ts'
+import { startBare } from './bare.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
 import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
 import { measureRequests } from './requests.ts'
+import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
-import { runSendStream } from './send-stream.ts'
+import { measureSends } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
-import { manyStreamsFailures, scaleFailures, sendStreamFailures } from './targets.ts'
+import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
 
 const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
 
-/** Request scenarios and send + stream, on one server without model delay. */
+/** Request scenarios against the bare route, and send + stream against pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
-  say(`starting the server (${backend.label})`)
+  say(`starting the server (${backend.label}) and the bare reference route`)
   const server = await startServer({ backend, chunkDelayMs: 0 })
+  const bare = await startBare()
   try {
     say('preparing data through the API')
     const prepared = await prepareData(server.url)
-    const requests = await measureRequests(server.url, prepared, options, say)
+    const requests = await measureRequests(server, bare, prepared, options, say)
+    await bare.stop()
     say('send + stream')
-    const sendStream = await runSendStream(server.url, prepared.runId, {
-      concurrency: options.streamConcurrency,
-      durationSec: options.durationSec,
-    })
-    return { requests, sendStream, runId: prepared.runId }
+    const sends = await measureSends(server.url, prepared.runId, backend, options, say)
+    return { requests, sends, runId: prepared.runId }
   } finally {
+    await bare.stop()
     await server.stop()
   }
 }
@@ -72,8 +77,10 @@ async function main(): Promise<number> {
     return code
   }
   const startedAt = new Date().toISOString()
+  const commit = commitLabel()
   const machine = describeMachine()
-  const { requests, sendStream, runId } = await measureOneServer(options, backend)
+  const { requests, sends, runId } = await measureOneServer(options, backend)
+  const { sendStream, pgbench, pgbenchSkipped } = sends
   say(`many streams: ${options.streamClients} clients`)
   const manyStreams = await runManyStreams(backend, {
     clients: options.streamClients,
@@ -86,21 +93,27 @@ async function main(): Promise<number> {
   clearTimeout(watchdog)
   const report: BenchReport = {
     startedAt,
+    commit,
     backend: backend.label,
     machine,
+    loadAverageAtEnd: loadavg()[0] ?? 0,
     options,
     requests,
     sendStream,
+    pgbench,
+    pgbenchSkipped,
+    sendRounds: sends.rounds,
     manyStreams,
+    targets: targetChecks(requests, sendStream, pgbench),
     failures: [
       ...requests.flatMap((result) => result.failures),
-      ...sendStreamFailures(sendStream),
+      ...sends.allSends.flatMap(sendStreamFailures),
       ...manyStreamsFailures(manyStreams),
     ],
   }
   const paths = writeReport(report)
   console.log(toMarkdown(report))
-  say(`wrote ${paths.json} and ${paths.markdown}`)
+  say(`wrote ${paths.json}, ${paths.markdown} and ${paths.svg}`)
   return report.failures.length === 0 ? 0 : 1
 }
 

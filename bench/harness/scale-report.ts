@@ -8,6 +8,7 @@ import type { BenchOptions } from './options.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
 import { RESULTS_DIR } from './report.ts'
+import { resultName } from './result-name.ts'
 import type { ScaleStep } from './scale.ts'
 import { SCALE_TARGETS } from './targets.ts'
 
@@ -233,7 +234,10 @@ export function toScaleMarkdown(report: ScaleReport): string {
 /** Writes `<backend>-scale.json` and `.md`; returns their paths. */
 export function writeScaleReport(report: ScaleReport): { json: string; markdown: string } {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const base = join(RESULTS_DIR, `${report.backend}-scale`)
+  const base = join(
+    RESULTS_DIR,
+    `${resultName(new Date(report.startedAt))}-${report.backend}-scale`,
+  )
   const paths = { json: `${base}.json`, markdown: `${base}.md` }
   writeFileSync(paths.json, `${JSON.stringify(report, null, 2)}\n`)
   writeFileSync(paths.markdown, toScaleMarkdown(report))

@@ -8,3 +8,10 @@ export const CONTEXT_LENGTH = 20
 export const historyKey = (conversationId: string) => `conv:${conversationId}:history`
 export const listKey = (userId: string) => `user:${userId}:conversation_list`
 export const contextKey = (conversationId: string) => `chat:${conversationId}:context`
+
+/** Key prefixes of the near-cached keys (reads answered from process memory, see near-cache.ts). */
+export const NEAR_CACHED_PREFIXES = ['conv:', 'user:'] as const
+/** The history and list keys: read on every page view, changed only by writes the service makes. */
+export const isNearCached = (key: string) =>
+  (key.startsWith('conv:') && key.endsWith(':history')) ||
+  (key.startsWith('user:') && key.endsWith(':conversation_list'))

@@ -2,6 +2,7 @@
 // conversation and the assistant message of one turn, valid for 2 hours.
 import { jwtVerify, SignJWT } from 'jose'
 import { unauthorized } from '../errors.ts'
+import { importHs256Key } from '../hmac-key.ts'
 
 export interface ResumeClaims {
   userId: string
@@ -16,18 +17,18 @@ export interface ResumeTokens {
 }
 
 export function createResumeTokens(secret: string): ResumeTokens {
-  const key = new TextEncoder().encode(secret)
+  const key = importHs256Key(secret)
   return {
-    sign: (claims) =>
+    sign: async (claims) =>
       new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setSubject(claims.userId)
         .setIssuedAt()
         .setExpirationTime('2h')
-        .sign(key),
+        .sign(await key),
     async verify(token) {
       try {
-        const { payload } = await jwtVerify(token, key, { algorithms: ['HS256'] })
+        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'] })
         const { sub, conversation_id, message_id } = payload
         if (
           typeof sub === 'string' &&

@@ -5,13 +5,16 @@
 // runs never collide.
 import { randomBytes } from 'node:crypto'
 import { createMemoryState, openRedisState, type State } from '../../src/state/state.ts'
+import { createBunRedisCache } from '../../src/storage/bun-redis-cache.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { type Migration, migrate } from '../../src/storage/migrate.ts'
+import { createNearCache, type InvalidationFeed } from '../../src/storage/near-cache.ts'
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
+import { openRedisInvalidations } from '../../src/storage/redis-invalidations.ts'
 import { createResilientCache } from '../../src/storage/resilient-cache.ts'
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
@@ -65,6 +68,56 @@ function openRedisCache(url: string): Cache {
 /** The decorator every real cache of the service sits behind (src/dependencies.ts openCache). */
 export const resilient = (cache: Cache) =>
   createResilientCache(cache, { timeoutMs: 500, probeIntervalMs: 200 })
+/** Real Redis through Bun's own client, under a key prefix of its own. */
+function openBunRedisCache(url: string): Cache {
+  const cache = createBunRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
+  cleanups.push(async () => {
+    await cache.flush()
+    await cache.close()
+  })
+  return cache
+}
+
+/** feed, and a promise of its first connected() to its listener. */
+export function watchConnected(feed: InvalidationFeed) {
+  let connected = () => {}
+  const firstConnected = new Promise<void>((resolve) => {
+    connected = resolve
+  })
+  const watched: InvalidationFeed = {
+    ...feed,
+    listen: (listener) =>
+      feed.listen({
+        ...listener,
+        connected() {
+          listener.connected()
+          connected()
+        },
+      }),
+  }
+  return { feed: watched, firstConnected }
+}
+
+/**
+ * Real Redis under a key prefix of its own behind a near cache that keeps
+ * every key near; resolves once the near tier is live.
+ */
+export async function openNearRedisCache(url: string, maxBytes = 2 ** 20): Promise<Cache> {
+  const keyPrefix = `${uniqueName('test')}:`
+  const { feed, firstConnected } = watchConnected(
+    openRedisInvalidations(url, { prefixes: [''], keyPrefix }),
+  )
+  const cache = createNearCache(createRedisCache(url, { keyPrefix }), feed, {
+    maxBytes,
+    isNear: () => true,
+  })
+  cleanups.push(async () => {
+    await cache.flush()
+    await cache.close()
+  })
+  await firstConnected
+  return cache
+}
 
 /**
  * The storage an app-level suite runs on: one database shared by every suite
@@ -168,6 +221,8 @@ export function cacheBackends(): Backend<Cache>[] {
     backends.push(
       { name: 'redis', open: async () => openRedisCache(url) },
       { name: 'resilient(redis)', open: async () => resilient(openRedisCache(url)) },
+      { name: 'redis+near', open: () => openNearRedisCache(url) },
+      { name: 'bun-redis', open: async () => openBunRedisCache(url) },
     )
   return backends
 }

@@ -103,3 +103,10 @@ export function privateRedis(): PrivateRedis {
     },
   }
 }
+
+/** A private redis-server, started and answering. */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const redis = privateRedis()
+  await redis.start()
+  return redis
+}

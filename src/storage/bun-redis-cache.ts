@@ -1,0 +1,72 @@
+// Cache adapter for a real Redis server through Bun's built-in client
+// (Bun.RedisClient), with the semantics of redis-cache.ts; it passes the Cache
+// contract suite. Not wired into the service (measured with Bun 1.4.5, see
+// README "Redis clients"): its GETs are faster than ioredis's, but once Redis
+// restarts the client fails every command until the process restarts, and it
+// delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
+import { RedisClient } from 'bun'
+import type { Cache } from './cache.ts'
+import type { RedisCacheOptions } from './redis-cache.ts'
+
+/** RPUSH + LTRIM + EXPIRE as one script that stops at the first error (WRONGTYPE). */
+const LIST_PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])`
+/** DEL + RPUSH + EXPIRE as one step. */
+const LIST_REPLACE = `redis.call('DEL', KEYS[1])
+if #ARGV > 1 then
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end`
+
+export function createBunRedisCache(url: string, options: RedisCacheOptions = {}): Cache {
+  const prefix = options.keyPrefix ?? ''
+  const redis = new RedisClient(url, { connectionTimeout: 2_000, maxRetries: 1 })
+  const k = (key: string) => prefix + key
+
+  async function flushPrefixed() {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+      if (keys.length > 0) await redis.send('UNLINK', keys)
+      cursor = next
+    } while (cursor !== '0')
+  }
+
+  return {
+    kind: 'redis',
+    get: (key) => redis.get(k(key)),
+    async set(key, value, ttlSeconds) {
+      if (ttlSeconds === undefined) await redis.set(k(key), value)
+      else await redis.set(k(key), value, 'EX', ttlSeconds)
+    },
+    del: (...keys) => (keys.length === 0 ? Promise.resolve(0) : redis.del(...keys.map(k))),
+    incr: (key) => redis.incr(k(key)),
+    ttl: (key) => redis.ttl(k(key)),
+    async listPush(key, values, maxLength, ttlSeconds) {
+      if (values.length === 0) return
+      await redis.send('EVAL', [
+        LIST_PUSH,
+        '1',
+        k(key),
+        String(maxLength),
+        String(ttlSeconds),
+        ...values,
+      ])
+    },
+    async listReplace(key, values, ttlSeconds) {
+      await redis.send('EVAL', [LIST_REPLACE, '1', k(key), String(ttlSeconds), ...values])
+    },
+    listAll: (key) => redis.lrange(k(key), 0, -1),
+    async flush() {
+      if (prefix === '') await redis.send('FLUSHDB', [])
+      else await flushPrefixed()
+    },
+    async ping() {
+      await redis.send('PING', [])
+    },
+    async close() {
+      redis.close()
+    },
+  }
+}

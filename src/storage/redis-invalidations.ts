@@ -1,0 +1,92 @@
+// The near cache's invalidation feed on a real Redis: server-assisted
+// client-side caching. One connection asks Redis to broadcast every change to
+// keys under the given prefixes (CLIENT TRACKING on BCAST PREFIX …, whoever
+// makes the change, expiry included; FLUSHDB as a null message) and to
+// redirect those messages to itself, then subscribes to __redis__:invalidate.
+// It speaks RESP2 because ioredis drops RESP3 `invalidate` pushes. Tracking
+// lives and dies with the connection: a drop is reported at once, and after a
+// reconnect tracking is set up again before connected() is said.
+import Redis from 'ioredis'
+import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
+
+const CHANNEL = '__redis__:invalidate'
+
+export interface RedisInvalidationsOptions {
+  /** Key prefixes to report, as the service names keys. */
+  prefixes: readonly string[]
+  /** The shared cache's own key prefix (tests), prepended on Redis and cut from reports. */
+  keyPrefix?: string
+  /** CLIENT SETNAME of the tracking connection, to find it in CLIENT LIST. */
+  connectionName?: string
+}
+
+export function openRedisInvalidations(
+  url: string,
+  options: RedisInvalidationsOptions,
+): InvalidationFeed {
+  const keyPrefix = options.keyPrefix ?? ''
+  const redis = new Redis(url, {
+    protocol: 2,
+    connectionName: options.connectionName ?? 'conduit-near-cache',
+    // Subscribing again is not enough after a reconnect: tracking must come first.
+    autoResubscribe: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  })
+  let listener: InvalidationListener | undefined
+  let tracking = false
+  let closed = false
+
+  async function startTracking() {
+    try {
+      const id = await redis.client('ID')
+      const prefixes = options.prefixes.flatMap((prefix) => ['PREFIX', keyPrefix + prefix])
+      await redis.call('CLIENT', 'TRACKING', 'on', 'REDIRECT', String(id), 'BCAST', ...prefixes)
+      await redis.subscribe(CHANNEL)
+      tracking = true
+      listener?.connected()
+    } catch {
+      // A connection that cannot track is of no use: drop it and let ioredis reconnect.
+      if (!closed) redis.disconnect(true)
+    }
+  }
+
+  // Connection errors show as a drop below; without a listener ioredis logs each one.
+  redis.on('error', () => {})
+  redis.on('ready', () => void startTracking())
+  redis.on('close', () => {
+    tracking = false
+    listener?.disconnected()
+  })
+  redis.on('messageBuffer', (channel: Buffer, payload: unknown) => {
+    if (String(channel) !== CHANNEL) return
+    // A flush is reported as a message without keys.
+    if (!Array.isArray(payload)) return listener?.flushed()
+    const keys: string[] = []
+    for (const raw of payload) {
+      const key = String(raw)
+      if (key.startsWith(keyPrefix)) keys.push(key.slice(keyPrefix.length))
+    }
+    listener?.changed(keys)
+  })
+
+  return {
+    listen(next) {
+      listener = next
+      if (tracking) next.connected()
+    },
+    async sync() {
+      // Replies and messages share the connection, in order: the answer to a
+      // PING comes after every invalidation of changes made before it.
+      if (tracking) await redis.ping()
+    },
+    async close() {
+      closed = true
+      tracking = false
+      listener?.disconnected()
+      listener = undefined
+      redis.disconnect()
+    },
+  }
+}
