@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { historyKey, listKey } from '../src/conversation/cache-keys.ts'
+import { encodeList, listOf } from '../src/conversation/list-cache.ts'
 import type { Db } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
@@ -150,7 +151,7 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     const { conversationId } = await turn(a, userId, 'hello')
     // a keeps a planted list near...
     await list(a, userId)
-    const planted = '{"total":0,"created_order":[],"items":[\n]}'
+    const planted = encodeList(listOf([]))
     await raw.set(listKey(userId), planted, 'EX', 600)
     expect((await list(a, userId)).total).toBe(0)
     expect((await list(a, userId)).total).toBe(0)

@@ -106,7 +106,8 @@ export class RedisLogFollower {
 
   private blocking(): Redis {
     if (!this.connection) {
-      this.connection = this.redis.duplicate()
+      // XREAD BLOCK waits on purpose: no command deadline on this connection.
+      this.connection = this.redis.duplicate({ commandTimeout: undefined })
       // Errors surface on the XREAD; without a listener ioredis logs each one.
       this.connection.on('error', () => {})
     }

@@ -1,12 +1,15 @@
 // Whether an error says the Redis that holds the turn state cannot be reached
 // right now (a 503, like a database that is down), as ioredis reports it: a
-// command given up after its retries, a closed connection, a socket error.
+// command given up after its retries or its deadline, a closed connection, a
+// socket error.
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'])
 
 export function isStateUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   if (error.name === 'MaxRetriesPerRequestError') return true
   if (error.message === 'Connection is closed.') return true
+  // ioredis's commandTimeout: the server did not answer in time (frozen, overloaded).
+  if (error.message === 'Command timed out') return true
   const code = (error as { code?: unknown }).code
   return typeof code === 'string' && SOCKET_CODES.has(code)
 }

@@ -37,7 +37,15 @@ export interface StateOptions {
   keyPrefix?: string
   /** Told of failures nobody waits for (a stop listener that throws). */
   warn?: (message: string, error: unknown) => void
+  /**
+   * Longest one state command may wait for Redis (a frozen server answers
+   * nothing): past it the command fails, and the request answers 503.
+   */
+  commandTimeoutMs?: number
 }
+
+/** A state command's deadline unless told otherwise: generous, since logs and leases are not optional. */
+export const STATE_COMMAND_TIMEOUT_MS = 2_000
 
 export function createMemoryState(options: StateOptions): State {
   const logs = createMemoryTurnLogs({ retentionMs: options.retentionMs })
@@ -68,6 +76,8 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
+    commandTimeout: options.commandTimeoutMs ?? STATE_COMMAND_TIMEOUT_MS,
     // Commands issued in one tick (renewals, log batches) share a round trip.
     enableAutoPipelining: true,
   })
