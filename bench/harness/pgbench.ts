@@ -34,7 +34,10 @@ function literal(value: unknown): string {
       : typeof value === 'string'
         ? value
         : JSON.stringify(value)
-  return `'${text.replaceAll("'", "''")}'`
+  // pgbench reads `:name` as a variable even inside a quoted literal (JSON's
+  // `"first_turn":true` became a parameter): a space after such a colon keeps
+  // JSON equal (and plain text readable).
+  return `'${text.replaceAll("'", "''").replace(/:(?=[A-Za-z_])/g, ': ')}'`
 }
 
 /** The pgbench script replaying steps with fresh UUIDs each run. */
