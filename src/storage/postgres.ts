@@ -3,7 +3,12 @@
 // each step of a transaction get `timeoutMs`, after which the caller gets a
 // DatabaseTimeoutError (a 503, see isDatabaseUnavailable) instead of hanging
 // on a server that is stopped, frozen or unreachable. A statement that timed
-// out is cancelled, so a merely slow one does not keep running.
+// out is cancelled, so a merely slow one does not keep running. While the
+// server is down, the statement timing out is often the one a new connection
+// was opened for: postgres.js 3.4.9 then never gave that connection to the
+// pool, so once `max` statements had timed out that way in an outage the
+// pool never served again. patches/postgres@3.4.9.patch (bun patchedDependencies) hands
+// such a connection to the pool once it opens.
 import postgres from 'postgres'
 import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
 
