@@ -87,12 +87,15 @@ if (TEST_DATABASE_URL) {
         })
         t.conversations.startRecovery()
       })
+      // Closing the pool waits up to its 5 s grace for statements the frozen
+      // proxy swallowed (their cancel requests were swallowed too): more than
+      // bun's default hook timeout.
       afterAll(async () => {
         proxy.pass()
         await t.conversations.close()
         await proxied.close()
         await proxy.close()
-      })
+      }, 15_000)
 
       const send = (user: string) =>
         post(t.app, '/backend-api/f/conversation', {
