@@ -40,13 +40,6 @@ function decode(entry: string): StoredMessage | undefined {
   }
 }
 
-/** A turn's context, and whether the cache list now holds exactly it. */
-export interface TurnContext {
-  messages: StoredMessage[]
-  /** False when the list could not be brought up to date (the reply must not be pushed to it). */
-  inStep: boolean
-}
-
 /**
  * The context of a turn whose reply answers message `answered`, oldest first,
  * with the list brought up to date with the turn's user messages (`inputs`,
@@ -55,14 +48,15 @@ export interface TurnContext {
  * The list is the tail of a branch, so it is this turn's branch exactly when
  * its newest entry is the message the turn's new messages follow: the parent
  * of the first input, or for a variant the message answered again. Otherwise
- * (missing, unreadable, another branch) it is rebuilt from the database.
+ * (missing, unreadable, another branch) it is rebuilt from the database. Once
+ * it resolves, the list holds exactly the context (the reply may be pushed).
  */
 export async function contextForTurn(
   deps: ContextDeps,
   conversationId: string,
   answered: string,
   inputs: readonly StoredMessage[],
-): Promise<TurnContext> {
+): Promise<StoredMessage[]> {
   const key = contextKey(conversationId)
   const follows = inputs.length > 0 ? inputs[0]?.parentId : answered
   const cached = (await deps.cache.listAll(key)).map(decode)
@@ -73,10 +67,7 @@ export async function contextForTurn(
     cached.every((message) => message !== undefined)
   if (isThisBranch) {
     await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
-    return {
-      messages: [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH),
-      inStep: true,
-    }
+    return [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH)
   }
   // A turn starting a new tree (first turn, or a send to client-created-root) needs no query.
   const rebuilt =
@@ -84,7 +75,7 @@ export async function contextForTurn(
       ? inputs.slice(-CONTEXT_LENGTH)
       : await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH)
   await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
-  return { messages: rebuilt, inStep: true }
+  return rebuilt
 }
 
 /**

@@ -14,7 +14,7 @@ import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.t
 import { ensureUser } from '../users-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction, type SendTarget } from './placement.ts'
-import { prefixFrames } from './prefix.ts'
+import { openTurnLog } from './prefix.ts'
 
 export interface SendInput {
   userId: string
@@ -63,22 +63,17 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
     ...(input.isNew ? { first_turn: true as const } : {}),
   }
-  const token = await deps.tokens.sign({ userId, conversationId, messageId })
 
   // The log exists before the turn is queued, so its runner always finds it.
-  await deps.logs.open(
-    { messageId, conversationId, userId },
-    prefixFrames({
-      conversationId,
-      messageId,
-      createTime,
-      modelSlug: deps.model.slug,
-      parentId: answered.id,
-      messageType: input.action,
-      inputs,
-      token,
-    }),
-  )
+  await openTurnLog(deps, userId, {
+    conversationId,
+    messageId,
+    createTime,
+    modelSlug: deps.model.slug,
+    parentId: answered.id,
+    messageType: input.action,
+    inputs,
+  })
   try {
     await deps.db.transaction(async (tx) => {
       await ensureUser(tx, userId)

@@ -16,6 +16,7 @@ import {
   type StoredMessage,
   userStreamMessage,
 } from '../messages.ts'
+import type { TurnDeps } from './deps.ts'
 
 export interface TurnPrefix {
   conversationId: string
@@ -49,4 +50,15 @@ export function prefixFrames(turn: TurnPrefix): string[] {
       turn.conversationId,
     ),
   ].map(frameOf)
+}
+
+/** Opens a turn's log with its first items, signing the resume token they carry. */
+export async function openTurnLog(
+  deps: Pick<TurnDeps, 'logs' | 'tokens'>,
+  userId: string,
+  turn: Omit<TurnPrefix, 'token'>,
+): Promise<void> {
+  const { messageId, conversationId } = turn
+  const token = await deps.tokens.sign({ userId, conversationId, messageId })
+  await deps.logs.open({ messageId, conversationId, userId }, prefixFrames({ ...turn, token }))
 }

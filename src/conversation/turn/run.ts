@@ -13,7 +13,7 @@ import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '..
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
 import { createLogWriter } from './log-writer.ts'
-import { prefixFrames } from './prefix.ts'
+import { openTurnLog } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 
 /** Why a running turn was aborted: a user's stop, a shutdown, or the lease was lost. */
@@ -65,22 +65,16 @@ async function reopenLog(
   inputs: readonly StoredMessage[],
   token: number,
 ): Promise<void> {
-  const { messageId, conversationId, userId } = turn
-  const resumeToken = await deps.tokens.sign({ userId, conversationId, messageId })
-  await deps.logs.open(
-    { messageId, conversationId, userId },
-    prefixFrames({
-      conversationId,
-      messageId,
-      createTime: turn.createTime,
-      modelSlug: turn.metadata.model_slug,
-      parentId: turn.metadata.parent_id,
-      messageType: turn.metadata.message_type ?? 'next',
-      inputs,
-      token: resumeToken,
-    }),
-  )
-  await deps.logs.claim(messageId, token)
+  await openTurnLog(deps, turn.userId, {
+    conversationId: turn.conversationId,
+    messageId: turn.messageId,
+    createTime: turn.createTime,
+    modelSlug: turn.metadata.model_slug,
+    parentId: turn.metadata.parent_id,
+    messageType: turn.metadata.message_type ?? 'next',
+    inputs,
+  })
+  await deps.logs.claim(turn.messageId, token)
 }
 
 async function streamReply(
@@ -114,10 +108,11 @@ async function streamReply(
   let contextInStep = false
   try {
     const context = await contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs)
-    contextInStep = context.inStep
+    // The list now holds this turn's context: the stored reply may be pushed to it.
+    contextInStep = true
     const askedAt = performance.now()
     for await (const chunk of deps.model.stream({
-      messages: context.messages.map((message) => ({
+      messages: context.map((message) => ({
         role: message.role,
         content: textOf(message.content),
       })),
