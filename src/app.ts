@@ -22,6 +22,7 @@ import { requestLog } from './observability/request-log.ts'
 import { opsRoutes } from './ops-routes.ts'
 import { type RateLimits, rateLimitPlugin } from './rate-limit/rate-limit-plugin.ts'
 import { createReadiness, type Readiness, storeChecks } from './readiness.ts'
+import { responseHeaders } from './response-headers.ts'
 import type { Cache } from './storage/cache.ts'
 import type { Db } from './storage/db.ts'
 
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps) {
   // string `metadata`) into {} before validation; unknown fields are ignored anyway.
   const app = new Elysia({ normalize: false })
     .use(requestLog({ log, metrics }))
+    .use(responseHeaders)
     .use(errorHandlerWith(log))
     .use(corsPlugin(config.corsOrigins))
     .use(bodyLimit)

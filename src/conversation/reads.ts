@@ -7,7 +7,8 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { HISTORY_TTL_SECONDS, historyKey, LIST_TTL_SECONDS, listKey } from './cache-keys.ts'
 import { listConversations } from './conversations-repository.ts'
-import { decodeList, encodeList, type ListPage, listOf, pageOf } from './list-cache.ts'
+import { encodeList, type ListPage, listOf, pageOf } from './list-cache.ts'
+import type { ListPages } from './list-pages.ts'
 import { detailBody } from './tree-detail.ts'
 import { readTree } from './tree-repository.ts'
 
@@ -15,6 +16,8 @@ export interface ReadDeps {
   db: Db
   cache: Cache
   warn: (message: string, error: unknown) => void
+  /** Pages already cut from the list documents the cache returns. */
+  listPages: ListPages
 }
 
 /** The history is cached with its owner, so a hit can refuse other users unparsed. */
@@ -53,8 +56,8 @@ export async function conversationList(
 ): Promise<string> {
   const key = listKey(userId)
   const hit = await deps.cache.get(key)
-  const cachedList = hit === null ? undefined : decodeList(hit)
-  if (cachedList) return pageOf(cachedList, page)
+  const cachedPage = hit === null ? undefined : deps.listPages(key, hit, page)
+  if (cachedPage !== undefined) return cachedPage
   const list = listOf(await listConversations(deps.db, userId))
   store(deps, key, encodeList(list), LIST_TTL_SECONDS)
   return pageOf(list, page)

@@ -3,13 +3,14 @@
 // and the identity parameters and bearer scheme the API document declares.
 import { t } from 'elysia'
 import { validationFailed } from '../errors.ts'
+import { textResponse } from '../response-headers.ts'
 import { open } from './schemas.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** A JSON body that is already text (a cache hit), sent without re-encoding. */
-export const json = (body: string) =>
-  new Response(body, { headers: { 'content-type': 'application/json' } })
+export const json = (set: Parameters<typeof textResponse>[0], body: string) =>
+  textResponse(set, body, 'application/json')
 
 /** The reader's identity: X-User-Id, else the user_id query parameter (CONTRACT §2). */
 export const claimedReader = (request: Request, queryUserId: string | undefined) =>

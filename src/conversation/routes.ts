@@ -136,10 +136,10 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
     )
     .get(
       '/conversations',
-      async ({ query, request }) => {
+      async ({ query, request, set }) => {
         const page = parseListQuery(query)
         const userId = await auth.userOf(request, claimedReader(request, query.user_id))
-        return json(await conversations.list(userId, page))
+        return json(set, await conversations.list(userId, page))
       },
       {
         query: ListQuery,
@@ -150,9 +150,9 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
     )
     .get(
       '/conversation/:conversation_id',
-      async ({ params, query, request }) => {
+      async ({ params, query, request, set }) => {
         const userId = await auth.userOf(request, claimedReader(request, query.user_id))
-        return json(await conversations.detail(userId, conversationIdOf(params)))
+        return json(set, await conversations.detail(userId, conversationIdOf(params)))
       },
       {
         headers: IdentityHeaders,

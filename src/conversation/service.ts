@@ -11,6 +11,7 @@ import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { isOwnConversation } from './conversations-repository.ts'
 import type { ListPage } from './list-cache.ts'
+import { createListPages } from './list-pages.ts'
 import { createManagement } from './management.ts'
 import type { ModelProvider } from './model/provider.ts'
 import { type ConversationObserver, silentObserver } from './observer.ts'
@@ -97,6 +98,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     observer,
     checkpointMs: options.checkpointMs ?? 1_000,
   }
+  const reads = { ...deps, listPages: createListPages() }
   const runner = createTurnRunner({
     ...deps,
     leases: options.leases,
@@ -216,10 +218,10 @@ export function createConversationService(options: ConversationServiceOptions) {
       }
     },
 
-    list: (userId: string, page: ListPage) => conversationList(deps, userId, page),
+    list: (userId: string, page: ListPage) => conversationList(reads, userId, page),
 
     detail: (userId: string, conversationId: string) =>
-      conversationDetail(deps, userId, conversationId),
+      conversationDetail(reads, userId, conversationId),
 
     /** Rename, archive, delete (stopping running turns first), search, feedback (CONTRACT §11). */
     manage: createManagement({
