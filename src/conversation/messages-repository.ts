@@ -2,7 +2,7 @@
 // tree is tree-repository.ts). Plain parameterized SQL that
 // runs unchanged on postgres.js and PGlite.
 import { conflict } from '../errors.ts'
-import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../storage/db.ts'
+import { allInOrder, type Queryable, sqlState, UNIQUE_VIOLATION } from '../storage/db.ts'
 import { dateOf, type StoredMessage } from './messages.ts'
 
 /**
@@ -15,9 +15,10 @@ export async function insertMessages(
   messages: readonly StoredMessage[],
   status: string,
 ): Promise<void> {
-  for (const message of messages) {
-    try {
-      await tx.query(
+  // Sent together, each before the next (one round trip, run in this order).
+  const inserts = messages.map((message) =>
+    tx
+      .query(
         `INSERT INTO messages (id, conversation_id, parent_id, role, content, status, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $7)`,
         [
@@ -30,16 +31,18 @@ export async function insertMessages(
           dateOf(message.createTime),
         ],
       )
-    } catch (error) {
-      if (sqlState(error) === UNIQUE_VIOLATION)
-        throw conflict(`A message with id "${message.id}" is already in this conversation.`)
-      throw error
-    }
-  }
+      .catch((error: unknown) => {
+        if (sqlState(error) === UNIQUE_VIOLATION)
+          throw conflict(`A message with id "${message.id}" is already in this conversation.`)
+        throw error
+      }),
+  )
   const last = messages.at(-1)
-  if (last)
-    await tx.query('UPDATE conversations SET updated_at = $2 WHERE id = $1', [
+  const touched =
+    last &&
+    tx.query('UPDATE conversations SET updated_at = $2 WHERE id = $1', [
       conversationId,
       dateOf(last.createTime),
     ])
+  await allInOrder([...inserts, touched])
 }

@@ -11,7 +11,7 @@
 import pino, { type DestinationStream, type Logger } from 'pino'
 import type { LogLevel } from '../config.ts'
 import { safeErrorMessage } from '../dependency-probe.ts'
-import { turnBatchedStdout } from './log-destination.ts'
+import { turnBatchedDestination } from './log-destination.ts'
 
 export type { Logger }
 
@@ -71,7 +71,7 @@ export function createLogger({ level, destination }: LoggerOptions): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }), log: censored },
     },
-    destination ?? turnBatchedStdout(),
+    destination ?? turnBatchedDestination(),
   )
 }
 

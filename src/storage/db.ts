@@ -27,6 +27,21 @@ export interface Db extends Queryable {
   close(): Promise<void>
 }
 
+/**
+ * Waits for statements sent together on one transaction (each sent before the
+ * next, so they ran in that order in one round trip) and fails with the first
+ * failure by position, not by time: after an error Postgres refuses the rest
+ * of the transaction, and those refusals can settle before the error's own
+ * handling (e.g. a unique violation turned into a conflict) has run. Falsy
+ * entries stand for statements a caller did not need to send.
+ */
+export async function allInOrder(
+  statements: readonly (Promise<unknown> | false | undefined)[],
+): Promise<void> {
+  const settled = await Promise.allSettled(statements)
+  for (const result of settled) if (result.status === 'rejected') throw result.reason
+}
+
 /** Postgres error code for a unique-constraint violation. */
 export const UNIQUE_VIOLATION = '23505'
 

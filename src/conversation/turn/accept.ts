@@ -11,6 +11,7 @@ import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
 import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
+import { allInOrder } from '../../storage/db.ts'
 import { ensureUser } from '../users-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction, type SendTarget } from './placement.ts'
@@ -76,7 +77,6 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   })
   try {
     await deps.db.transaction(async (tx) => {
-      await ensureUser(tx, userId)
       const target: SendTarget = input.isNew
         ? { isNew: true }
         : { isNew: false, ...(await lockOwnConversation(tx, conversationId, userId)) }
@@ -85,21 +85,28 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
         parentMessageId: input.parentMessageId,
         variantOf: answered.id,
       })
-      const first = inputs[0]
-      if (input.isNew && first)
-        await createConversation(
-          tx,
-          conversationId,
-          userId,
-          titleFrom(textOf(first.content)),
-          new Date(first.createTime * 1000),
-        )
       // Each input follows the one before it; the first follows the send's parent.
       inputs.forEach((message, index) => {
         message.parentId = index === 0 ? parentId : (inputs[index - 1]?.id ?? null)
       })
-      await insertMessages(tx, conversationId, inputs, 'finished_successfully')
-      await insertReplyPlaceholder(tx, conversationId, { id: messageId, createTime, metadata })
+      // The writes go out together, each sent before the next, so they run in
+      // this order in one round trip instead of one each: under load a round
+      // trip waits for the event loop, and the connection is held meanwhile.
+      const first = inputs[0]
+      await allInOrder([
+        ensureUser(tx, userId),
+        input.isNew &&
+          first &&
+          createConversation(
+            tx,
+            conversationId,
+            userId,
+            titleFrom(textOf(first.content)),
+            new Date(first.createTime * 1000),
+          ),
+        insertMessages(tx, conversationId, inputs, 'finished_successfully'),
+        insertReplyPlaceholder(tx, conversationId, { id: messageId, createTime, metadata }),
+      ])
     })
   } catch (error) {
     await deps.logs
