@@ -3,7 +3,8 @@
 // each step of a transaction get `timeoutMs`, after which the caller gets a
 // DatabaseTimeoutError (a 503, see isDatabaseUnavailable) instead of hanging
 // on a server that is stopped, frozen or unreachable. A statement that timed
-// out is cancelled, so a merely slow one does not keep running. While the
+// out on its own is cancelled, so a merely slow one does not keep running; one
+// inside a transaction is not (see timedTransaction). While the
 // server is down, the statement timing out is often the one a new connection
 // was opened for: postgres.js 3.4.9 then never gave that connection to the
 // pool, so once `max` statements had timed out that way in an outage the
@@ -23,11 +24,15 @@ export interface PostgresOptions {
 
 type Sql = postgres.Sql | postgres.TransactionSql
 
-/** Runs a postgres.js query with a deadline; on timeout it is cancelled and onTimeout is told. */
+/**
+ * Runs a postgres.js query with a deadline; on timeout onTimeout is told and,
+ * when `cancel`, the query is cancelled.
+ */
 function withDeadline<T>(
   query: PromiseLike<unknown> & { cancel(): unknown },
   timeoutMs: number,
   onTimeout?: (error: DatabaseTimeoutError) => void,
+  cancel = true,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -35,7 +40,7 @@ function withDeadline<T>(
       reject(error)
       onTimeout?.(error)
       // A queued query leaves the queue; a running one gets a cancel request.
-      Promise.resolve(query.cancel()).catch(() => {})
+      if (cancel) Promise.resolve(query.cancel()).catch(() => {})
     }, timeoutMs)
     query.then(
       (rows) => {
@@ -53,7 +58,7 @@ function withDeadline<T>(
 function queryable(
   sql: Sql,
   timeoutMs: number,
-  onTimeout?: (error: DatabaseTimeoutError) => void,
+  inTransaction?: { onTimeout: (error: DatabaseTimeoutError) => void },
 ): Queryable {
   return {
     query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
@@ -63,7 +68,7 @@ function queryable(
       const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
         prepare: true,
       })
-      return withDeadline<T[]>(query, timeoutMs, onTimeout)
+      return withDeadline<T[]>(query, timeoutMs, inTransaction?.onTimeout, !inTransaction)
     },
     // Scripts (migrations) may legitimately run long: no deadline.
     async exec(script: string) {
@@ -72,6 +77,9 @@ function queryable(
   }
 }
 
+/** The server ends a session idle inside a transaction this long (ours last milliseconds). */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000
+
 /** Connections of the pool unless told otherwise. */
 export const POSTGRES_POOL_SIZE = 10
 /**
@@ -79,6 +87,14 @@ export const POSTGRES_POOL_SIZE = 10
  * connection and BEGIN, each statement, COMMIT. When one passes, the caller
  * is answered at once, without waiting for a ROLLBACK the server may never
  * answer; fn is not started at all once the caller was answered.
+ *
+ * A statement of a transaction that passes its deadline is not cancelled: fn
+ * fails at once, and postgres.js sends ROLLBACK after the statements already
+ * sent. A cancel request names the server process, not the statement, so it
+ * may land on a later statement of the same connection - the ROLLBACK itself -
+ * which left the connection back in the pool inside an open transaction,
+ * holding its locks: under load (deadlines passing while waiting for a busy
+ * event loop, not a dead server) that stalled every turn queued behind them.
  */
 function timedTransaction<T>(
   sql: postgres.Sql,
@@ -103,7 +119,7 @@ function timedTransaction<T>(
       .begin(async (tx) => {
         clearTimeout(timer)
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
-        const result = await fn(queryable(tx, timeoutMs, fail))
+        const result = await fn(queryable(tx, timeoutMs, { onTimeout: fail }))
         deadline()
         return result
       })
@@ -124,7 +140,11 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
     onnotice: () => {},
     // Seconds, until the server is ready for queries (TCP connect and startup).
     connect_timeout: timeoutMs / 1000,
-    connection: options.schema ? { search_path: `${options.schema},public` } : {},
+    connection: {
+      ...(options.schema ? { search_path: `${options.schema},public` } : {}),
+      // A backstop: a transaction left open by a client bug releases its locks.
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
   })
   const base = queryable(sql, timeoutMs)
   return {

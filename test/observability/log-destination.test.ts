@@ -84,6 +84,9 @@ test('megabytes logged over many turns reach a pipe whole and in order', async (
   const code = await child.exited
   const out = await new Response(child.stdout).text()
   expect(code).toBe(0)
-  const numbers = out.trimEnd().split('\n').map((line) => Number(line.split(' ')[0]))
+  const numbers = out
+    .trimEnd()
+    .split('\n')
+    .map((line) => Number(line.split(' ')[0]))
   expect(numbers).toEqual(Array.from({ length: 3000 }, (_, i) => i))
 })

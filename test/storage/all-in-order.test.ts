@@ -42,7 +42,7 @@ test('it waits for every statement before failing', async () => {
 })
 
 test('resolves when every statement succeeds; skipped ones are ignored', async () => {
-  await expect(allInOrder([Promise.resolve(1), false, undefined, Promise.resolve(2)])).resolves.toBe(
-    undefined,
-  )
+  await expect(
+    allInOrder([Promise.resolve(1), false, undefined, Promise.resolve(2)]),
+  ).resolves.toBe(undefined)
 })

@@ -6,12 +6,12 @@
 // queued for whichever instance holds the conversation's lease, and the
 // sender reads the log.
 
+import { allInOrder } from '../../storage/db.ts'
 import { createConversation, lockOwnConversation } from '../conversations-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
 import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
-import { allInOrder } from '../../storage/db.ts'
 import { ensureUser } from '../users-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction, type SendTarget } from './placement.ts'

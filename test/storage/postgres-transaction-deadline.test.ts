@@ -1,0 +1,93 @@
+// Transactions whose statements pass their deadline, on real Postgres: the
+// caller gets a DatabaseTimeoutError, and every connection goes back to the
+// pool outside any transaction - none is left "idle in transaction" holding
+// its locks - whether the statements were sent one by one or together. (A
+// cancel request sent for such a statement could land on the ROLLBACK after
+// it and leave the connection inside the aborted transaction.) And the
+// server's idle-in-transaction timeout is set on every connection.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { allInOrder, DatabaseTimeoutError, type Db, type Queryable } from '../../src/storage/db.ts'
+import { createPostgresDb, IDLE_IN_TRANSACTION_TIMEOUT_MS } from '../../src/storage/postgres.ts'
+import { TEST_DATABASE_URL } from '../support/backends.ts'
+
+const TIMEOUT_MS = 30
+const TRANSACTIONS = 400
+
+if (TEST_DATABASE_URL) {
+  const databaseUrl = TEST_DATABASE_URL
+  describe('Postgres transactions past their deadline', () => {
+    const appName = `conduit-tx-deadline-${process.pid}`
+    const table = `tx_deadline_${process.pid}`
+    let admin: postgres.Sql
+    let db: Db
+
+    beforeAll(async () => {
+      admin = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+      await admin.unsafe(`CREATE TABLE ${table} (id text PRIMARY KEY, v int)`)
+      const url = new URL(databaseUrl)
+      url.searchParams.set('application_name', appName)
+      db = createPostgresDb(url.toString(), { max: 10, timeoutMs: TIMEOUT_MS })
+    })
+    afterAll(async () => {
+      await db.close()
+      await admin.unsafe(`DROP TABLE IF EXISTS ${table}`)
+      await admin.end()
+    })
+
+    const slowWrites = {
+      oneByOne: async (tx: Queryable, id: string) => {
+        await tx.query(`INSERT INTO ${table} VALUES ($1, 1)`, [id])
+        await tx.query('SELECT pg_sleep($1)', [0.05])
+        await tx.query(`UPDATE ${table} SET v = 2 WHERE id = $1`, [id])
+      },
+      together: (tx: Queryable, id: string) =>
+        allInOrder([
+          tx.query(`INSERT INTO ${table} VALUES ($1, 1)`, [id]),
+          tx.query('SELECT pg_sleep($1)', [0.05]),
+          tx.query(`UPDATE ${table} SET v = 2 WHERE id = $1`, [id]),
+        ]),
+    }
+
+    for (const [how, writes] of Object.entries(slowWrites))
+      test(`statements sent ${how === 'oneByOne' ? 'one by one' : 'together'}: every connection comes back outside a transaction`, async () => {
+        const outcomes = await Promise.all(
+          Array.from({ length: TRANSACTIONS }, (_, index) =>
+            db
+              .transaction((tx) => writes(tx, `${how}-${index}`))
+              .then(
+                () => 'committed',
+                (error: unknown) => error,
+              ),
+          ),
+        )
+        expect(outcomes.every((outcome) => outcome instanceof DatabaseTimeoutError)).toBe(true)
+        // The pool serves again once the statements already sent have finished
+        // (each attempt waits at most one deadline).
+        let served: unknown
+        for (let tries = 0; tries < 100 && !Array.isArray(served); tries++)
+          served = await db.query<{ n: number }>('SELECT 1 AS n').catch((error: unknown) => error)
+        expect(served).toEqual([{ n: 1 }])
+        for (let tries = 0; tries < 50; tries++) {
+          const open = await admin`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE application_name = ${appName} AND state LIKE 'idle in transaction%'`
+          if (open[0]?.n === 0) break
+          await Bun.sleep(20)
+        }
+        const open = await admin`
+          SELECT state, query FROM pg_stat_activity
+           WHERE application_name = ${appName} AND state LIKE 'idle in transaction%'`
+        expect(open).toEqual([])
+        // Nothing was committed: each transaction rolled back.
+        expect(await admin.unsafe(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 0 }])
+      }, 30_000)
+
+    test('connections carry the idle-in-transaction timeout', async () => {
+      const [row] = await db.query<{ setting: string }>(
+        "SELECT current_setting('idle_in_transaction_session_timeout') AS setting",
+      )
+      expect(row?.setting).toBe(`${IDLE_IN_TRANSACTION_TIMEOUT_MS / 1000}s`)
+    })
+  })
+}
