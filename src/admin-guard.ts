@@ -2,7 +2,7 @@
 // ADMIN_TOKEN set, the caller must present it as a bearer token. Compared in
 // constant time, so the answer's timing says nothing about the token.
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { unauthorized } from './errors.ts'
+import { unauthenticated } from './errors.ts'
 
 // Hashing both sides first gives equal lengths for timingSafeEqual.
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
@@ -13,7 +13,7 @@ function bearerToken(authorization: string | null | undefined): string | undefin
 }
 
 /**
- * Throws a 401 AppError unless ADMIN_TOKEN is unset or the Authorization
+ * Throws an `unauthenticated` DomainError unless ADMIN_TOKEN is unset or the Authorization
  * header carries it; `action` completes "… needs Authorization: Bearer".
  */
 export function requireAdminToken(
@@ -24,5 +24,5 @@ export function requireAdminToken(
   if (adminToken === undefined) return
   const token = bearerToken(authorization)
   if (token === undefined || !timingSafeEqual(digest(token), digest(adminToken)))
-    throw unauthorized(`${action} needs "Authorization: Bearer <ADMIN_TOKEN>".`)
+    throw unauthenticated(`${action} needs "Authorization: Bearer <ADMIN_TOKEN>".`)
 }

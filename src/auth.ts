@@ -1,7 +1,7 @@
 // Who is calling (CONTRACT §2). Development mode trusts the user id the client
 // names; with AUTH_JWT_SECRET set, only a verified HS256 bearer token counts.
 import { jwtVerify } from 'jose'
-import { forbidden, unauthorized, validationFailed } from './errors.ts'
+import { forbidden, invalid, unauthenticated } from './errors.ts'
 import { importHs256Key } from './hmac-key.ts'
 
 export interface Authenticator {
@@ -20,7 +20,7 @@ const MAX_USER_ID = 128
 function checkUserId(userId: string | undefined): string | undefined {
   if (userId === undefined || userId === '') return undefined
   if (userId.length > MAX_USER_ID)
-    throw validationFailed(`The user id must be at most ${MAX_USER_ID} characters.`)
+    throw invalid(`The user id must be at most ${MAX_USER_ID} characters.`)
   return userId
 }
 
@@ -33,7 +33,7 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
       async userOf(request, claimed) {
         const user = await optionalUserOf(request, claimed)
         if (user === undefined)
-          throw unauthorized('Say who you are: user_id in the body, or the X-User-Id header.')
+          throw unauthenticated('Say who you are: user_id in the body, or the X-User-Id header.')
         return user
       },
     }
@@ -43,7 +43,7 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
   async function subjectOf(request: Request): Promise<string> {
     const header = request.headers.get('authorization') ?? ''
     const match = /^Bearer\s+(\S+)$/i.exec(header)
-    if (!match?.[1]) throw unauthorized('An Authorization: Bearer token is required.')
+    if (!match?.[1]) throw unauthenticated('An Authorization: Bearer token is required.')
     try {
       const { payload } = await jwtVerify(match[1], await key, {
         algorithms: ['HS256'],
@@ -55,7 +55,7 @@ export function createAuthenticator(jwtSecret: string | undefined): Authenticato
     } catch {
       // Every verification failure is the same 401.
     }
-    throw unauthorized('The bearer token is not valid or has expired.')
+    throw unauthenticated('The bearer token is not valid or has expired.')
   }
   const userOf = async (request: Request, claimed: string | undefined) => {
     const sub = await subjectOf(request)

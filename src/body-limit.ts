@@ -3,13 +3,16 @@
 // are buffered whole and a malformed body (bad JSON, bytes that are not UTF-8)
 // gets the §3 error. What the parsed text may contain is input-guard.ts's job.
 import { Elysia } from 'elysia'
-import { AppError, payloadTooLarge, validationFailed } from './errors.ts'
+import { invalid, tooLarge } from './errors.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
-const tooLarge = () => payloadTooLarge('The request body is larger than 1 MB.')
+const bodyTooLarge = () => tooLarge('The request body is larger than 1 MB.')
+
+/** A body that is not JSON, found here or by Elysia's own parser (error-handler.ts). */
+export const notJson = () => invalid('The request body is not valid JSON.', 'invalid_json')
 
 /** The body as text, refusing it as soon as it passes maxBytes. */
 export async function readLimitedText(
@@ -17,7 +20,7 @@ export async function readLimitedText(
   maxBytes = MAX_BODY_BYTES,
 ): Promise<string> {
   const declared = Number(request.headers.get('content-length') ?? 0)
-  if (declared > maxBytes) throw tooLarge()
+  if (declared > maxBytes) throw bodyTooLarge()
   if (!request.body) return ''
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
@@ -28,7 +31,7 @@ export async function readLimitedText(
     size += value.byteLength
     if (size > maxBytes) {
       await reader.cancel()
-      throw tooLarge()
+      throw bodyTooLarge()
     }
     chunks.push(value)
   }
@@ -36,7 +39,7 @@ export async function readLimitedText(
     return UTF8.decode(Buffer.concat(chunks))
   } catch {
     // Decoding leniently would store U+FFFD in place of what was sent.
-    throw validationFailed('The request body is not valid UTF-8.')
+    throw invalid('The request body is not valid UTF-8.')
   }
 }
 
@@ -49,7 +52,7 @@ export const bodyLimit = new Elysia({ name: 'body-limit' }).onParse(
       try {
         return JSON.parse(text)
       } catch {
-        throw new AppError(422, 'invalid_json', 'The request body is not valid JSON.')
+        throw notJson()
       }
     }
     return text

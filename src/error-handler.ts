@@ -1,10 +1,14 @@
-// The one Elysia hook that turns every failure into CONTRACT §3's JSON body:
-// typed AppErrors keep their status, validation names the field, anything
-// unexpected is logged and answered with an opaque 500. The status is also
-// put in `set.status`, where the access log (request-log.ts) reads it.
+// The one Elysia hook that turns every failure into CONTRACT §3's JSON body,
+// through error-response.ts: domain errors as they are, Elysia's own failures
+// (validation naming the field, a body that is not JSON, no such route) and a
+// store that is down as the domain errors they mean, anything unexpected
+// logged and answered with an opaque 500. The status is also put in
+// `set.status`, where the access log (request-log.ts) reads it.
 import { Elysia, type ValidationError } from 'elysia'
+import { notJson } from './body-limit.ts'
 import { safeErrorMessage } from './dependency-probe.ts'
-import { AppError, errorResponse, toErrorResponse, unavailable } from './errors.ts'
+import { toErrorResponse } from './error-response.ts'
+import { DomainError, invalid, notFound, unavailable } from './errors.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
 import { isStateUnavailable } from './state/state-unavailable.ts'
 import { isDatabaseUnavailable } from './storage/db.ts'
@@ -47,7 +51,7 @@ export function errorHandlerWith(log: Logger) {
   return new Elysia({ name: 'error-handler' }).onError(
     { as: 'global' },
     ({ code, error, path, set }) => {
-      const response = errorResponseOf(code, error, path, log)
+      const response = toErrorResponse(domainErrorOf(code, error, path, log))
       set.status = response.status
       return response
     },
@@ -59,32 +63,25 @@ export const errorHandler = errorHandlerWith(silentLogger())
 
 type ErrorCode = string | number
 
-function errorResponseOf(code: ErrorCode, error: unknown, path: string, log: Logger): Response {
-  if (error instanceof AppError) return toErrorResponse(error)
+/** What a failure means in domain terms; anything unexpected is logged and passed on as it is. */
+function domainErrorOf(code: ErrorCode, error: unknown, path: string, log: Logger): unknown {
+  if (error instanceof DomainError) return error
   // Errors thrown while reading the body (size limit) arrive wrapped by Elysia.
-  if (code === 'PARSE' && error instanceof Error && error.cause instanceof AppError)
-    return toErrorResponse(error.cause)
+  if (code === 'PARSE' && error instanceof Error && error.cause instanceof DomainError)
+    return error.cause
   switch (code) {
     case 'VALIDATION':
-      return errorResponse(422, {
-        detail: describeValidation(error as ValidationError),
-        code: 'validation_error',
-      })
+      return invalid(describeValidation(error as ValidationError))
     case 'PARSE':
-      return errorResponse(422, {
-        detail: 'The request body is not valid JSON.',
-        code: 'invalid_json',
-      })
+      return notJson()
     case 'NOT_FOUND':
-      return errorResponse(404, { detail: `No route matches ${path}.`, code: 'not_found' })
+      return notFound(`No route matches ${path}.`)
     default:
       if (isDatabaseUnavailable(error))
-        return toErrorResponse(unavailable('The database is unavailable; try again shortly.'))
+        return unavailable('The database is unavailable; try again shortly.')
       if (isStateUnavailable(error))
-        return toErrorResponse(
-          unavailable('The turn state store is unavailable; try again shortly.'),
-        )
+        return unavailable('The turn state store is unavailable; try again shortly.')
       log.error({ path, code, error: safeErrorMessage(error) }, 'unhandled error')
-      return toErrorResponse(error)
+      return error
   }
 }

@@ -1,58 +1,57 @@
-// Typed errors with a public sentence and a code, and the one mapper that turns
-// any thrown value into the `{"detail","code"}` body of CONTRACT §3.
+// Domain errors: what went wrong in the domain's terms (a kind) and a sentence
+// for a person. They know nothing of HTTP, so any code may throw them, the
+// turn runner finishing a dead owner's turn included; error-response.ts is
+// the one place a kind becomes a status and the CONTRACT §3 body.
 
-export class AppError extends Error {
+/** What went wrong, in domain terms. */
+export type ErrorKind =
+  /** Nobody is named, or the credential does not hold. */
+  | 'unauthenticated'
+  /** Someone is named, but may not do this. */
+  | 'forbidden'
+  /** The thing is missing, or belongs to someone else (the same answer). */
+  | 'not_found'
+  /** It would duplicate what is stored (a message id already used). */
+  | 'conflict'
+  /** The input is bigger than the service takes. */
+  | 'too_large'
+  /** The input breaks a rule (shape, range, encoding, place in the tree). */
+  | 'invalid'
+  /** The service has no room for more work now; come back later. */
+  | 'busy'
+  /** This user asks too often; come back later. */
+  | 'rate_limited'
+  /** A store the service needs does not answer. */
+  | 'unavailable'
+
+export class DomainError extends Error {
+  /** A finer wire code than the kind's own (`invalid_json` for a body that is not JSON). */
+  readonly code?: string
+  /** When to come back, for `busy` and `rate_limited`. */
+  readonly retryAfterSeconds?: number
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly kind: ErrorKind,
     /** A sentence for a person; never internals. */
     readonly detail: string,
-    /** Sent as `Retry-After` (a 429 says when to come back). */
-    readonly retryAfterSeconds?: number,
+    options: { code?: string; retryAfterSeconds?: number } = {},
   ) {
     super(detail)
-    this.name = 'AppError'
+    this.name = 'DomainError'
+    this.code = options.code
+    this.retryAfterSeconds = options.retryAfterSeconds
   }
 }
 
-export const unauthorized = (detail = 'Authentication is required.') =>
-  new AppError(401, 'unauthorized', detail)
-export const forbidden = (detail: string) => new AppError(403, 'forbidden', detail)
-export const notFound = (detail: string) => new AppError(404, 'not_found', detail)
-export const conflict = (detail: string) => new AppError(409, 'conflict', detail)
-export const payloadTooLarge = (detail: string) => new AppError(413, 'payload_too_large', detail)
-export const validationFailed = (detail: string) => new AppError(422, 'validation_error', detail)
-export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
-  new AppError(429, 'too_many_requests', detail, retryAfterSeconds)
+export const unauthenticated = (detail: string) => new DomainError('unauthenticated', detail)
+export const forbidden = (detail: string) => new DomainError('forbidden', detail)
+export const notFound = (detail: string) => new DomainError('not_found', detail)
+export const conflict = (detail: string) => new DomainError('conflict', detail)
+export const tooLarge = (detail: string) => new DomainError('too_large', detail)
+export const invalid = (detail: string, code?: string) =>
+  new DomainError('invalid', detail, { code })
+export const busy = (detail: string, retryAfterSeconds: number) =>
+  new DomainError('busy', detail, { retryAfterSeconds })
 export const rateLimited = (detail: string, retryAfterSeconds: number) =>
-  new AppError(429, 'rate_limited', detail, retryAfterSeconds)
-export const unavailable = (detail: string) => new AppError(503, 'service_unavailable', detail)
-
-export interface ErrorBody {
-  detail: string
-  code: string
-}
-
-/** Builds the JSON response for an error body; the only place error responses are made. */
-export function errorResponse(
-  status: number,
-  body: ErrorBody & Record<string, unknown>,
-  retryAfterSeconds?: number,
-): Response {
-  const headers =
-    retryAfterSeconds === undefined
-      ? undefined
-      : { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) }
-  return Response.json(body, { status, headers })
-}
-
-/** Maps an AppError to its response; anything else becomes an opaque 500. */
-export function toErrorResponse(error: unknown): Response {
-  if (error instanceof AppError)
-    return errorResponse(
-      error.status,
-      { detail: error.detail, code: error.code },
-      error.retryAfterSeconds,
-    )
-  return errorResponse(500, { detail: 'Something went wrong on our side.', code: 'internal_error' })
-}
+  new DomainError('rate_limited', detail, { retryAfterSeconds })
+export const unavailable = (detail: string) => new DomainError('unavailable', detail)

@@ -8,7 +8,7 @@
 // the field, before any schema validation or handler runs, so nothing is stored
 // and nothing is silently rewritten (CONTRACT §3).
 import { Elysia } from 'elysia'
-import { validationFailed } from './errors.ts'
+import { invalid } from './errors.ts'
 
 /** Deepest nesting of arrays and objects a request body may have. */
 export const MAX_JSON_DEPTH = 64
@@ -96,7 +96,7 @@ type Where = 'body' | 'query parameter' | 'path parameter'
 
 function check(value: unknown, where: Where) {
   const found = findUnstorableText(value)
-  if (found) throw validationFailed(describeUnstorable(found, where))
+  if (found) throw invalid(describeUnstorable(found, where))
 }
 
 /**
@@ -115,7 +115,7 @@ export function checkQueryEncoding(url: string): void {
       decodeURIComponent(pair)
     } catch {
       const named = name.length <= 40 && !name.includes('%') ? `"${name}"` : 'of the URL'
-      throw validationFailed(`The query parameter ${named} is not valid percent-encoded UTF-8.`)
+      throw invalid(`The query parameter ${named} is not valid percent-encoded UTF-8.`)
     }
   }
 }

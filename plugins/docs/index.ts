@@ -5,6 +5,7 @@
 import { Elysia } from 'elysia'
 import packageJson from '../../package.json' with { type: 'json' }
 import type { Variant } from '../../src/config.ts'
+import { notFound } from '../../src/errors.ts'
 import { ASSET_PREFIX, createAssetStore, isAssetName } from './assets.ts'
 import { buildOpenApiDocument, type DocumentDescription } from './openapi-document.ts'
 import {
@@ -86,10 +87,10 @@ export function docsPlugin({ variant }: DocsOptions) {
     .get(INIT_REDOC_PATH, () => script(redocInit), hidden)
     .get(
       `${ASSET_PREFIX}/:name`,
-      ({ params, headers, status }) =>
-        isAssetName(params.name)
-          ? assets.respond(params.name, headers['accept-encoding'])
-          : status(404, { detail: `No asset named ${params.name}.`, code: 'not_found' }),
+      ({ params, headers }) => {
+        if (!isAssetName(params.name)) throw notFound(`No asset named ${params.name}.`)
+        return assets.respond(params.name, headers['accept-encoding'])
+      },
       hidden,
     )
 }

@@ -5,7 +5,7 @@ import { requireAdminToken } from '../../src/admin-guard.ts'
 import type { Config } from '../../src/config.ts'
 import { forbidden } from '../../src/errors.ts'
 
-/** Throws 401/403 AppErrors unless the caller may flush the cache. */
+/** Throws `unauthenticated`/`forbidden` DomainErrors unless the caller may flush the cache. */
 export function requireAdmin(
   config: Pick<Config, 'adminToken' | 'appEnv'>,
   authorization: string | undefined,

@@ -32,7 +32,7 @@ export async function createConversation(
 
 /**
  * Locks the user's conversation for this transaction and answers its current
- * node; a missing conversation and someone else's answer the same 404.
+ * node; a missing conversation and someone else's are the same `not_found`.
  */
 export async function lockOwnConversation(
   tx: Queryable,

@@ -2,7 +2,7 @@
 // queued in them are stopped first, on whichever instance runs them, and
 // awaited for a bounded time, so each stream ends as a stop ends it (§12).
 // Then the rows go (messages and feedback cascade), then every cached key of
-// the conversations and their turn logs, so reads and resumes answer 404.
+// the conversations and their turn logs, so reads and resumes find nothing.
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'

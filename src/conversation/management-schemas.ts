@@ -3,7 +3,7 @@
 // rule is said here once; the one a schema cannot say (a PATCH must change
 // something) is the function at the end.
 import { t } from 'elysia'
-import { validationFailed } from '../errors.ts'
+import { invalid } from '../errors.ts'
 import { bodyUserId, open } from './schemas.ts'
 
 export const MAX_TITLE_CHARS = 256
@@ -118,7 +118,7 @@ export function requireSomeChange<T extends object>(
   fields: readonly (keyof T & string)[],
 ) {
   if (fields.every((field) => body[field] === undefined))
-    throw validationFailed(
+    throw invalid(
       `The body must set at least one of ${fields.map((field) => `"${field}"`).join(', ')}.`,
     )
 }

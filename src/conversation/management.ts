@@ -40,7 +40,7 @@ export function createManagement(deps: DeleteDeps) {
   }
 
   return {
-    /** Changes one of the user's conversations; 404 when it is missing or someone else's. */
+    /** Changes one of the user's conversations; `not_found` when it is missing or someone else's. */
     async update(userId: string, conversationId: string, change: ConversationChange) {
       if (change.delete) {
         const deleted = await deleteConversations(deps, userId, conversationId)

@@ -7,7 +7,7 @@ import { dateOf, type StoredMessage } from './messages.ts'
 
 /**
  * Stores messages in order, each under its `parentId`, and bumps the
- * conversation; a repeated id is a 409.
+ * conversation; a repeated id is a `conflict`.
  */
 export async function insertMessages(
   tx: Queryable,

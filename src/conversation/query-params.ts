@@ -1,7 +1,7 @@
 // Parses the query strings of the conversation API's GET routes (CONTRACT
 // §4.5, §9, §11) with messages that name the parameter: a known parameter out
 // of range is a 422; unknown parameters are ignored, as real clients send many.
-import { validationFailed } from '../errors.ts'
+import { invalid } from '../errors.ts'
 import type { ListOrder, ListPage } from './list-cache.ts'
 
 /** A whole number from min to max; `fallback` when absent. */
@@ -13,18 +13,17 @@ export function wholeNumber(
   max: number,
 ): number {
   if (raw === undefined) return fallback
-  if (!/^\d{1,9}$/.test(raw))
-    throw validationFailed(`The query parameter "${name}" must be a whole number.`)
+  if (!/^\d{1,9}$/.test(raw)) throw invalid(`The query parameter "${name}" must be a whole number.`)
   const value = Number(raw)
   if (value < min || value > max)
-    throw validationFailed(`The query parameter "${name}" must be between ${min} and ${max}.`)
+    throw invalid(`The query parameter "${name}" must be between ${min} and ${max}.`)
   return value
 }
 
 function oneOf<T extends string>(name: string, raw: string | undefined, values: readonly T[]): T {
   const value = raw ?? values[0]
   if (value === undefined || !(values as readonly string[]).includes(value))
-    throw validationFailed(
+    throw invalid(
       `The query parameter "${name}" must be ${values.map((v) => `"${v}"`).join(' or ')}.`,
     )
   return value as T

@@ -28,7 +28,7 @@ function store(deps: ReadDeps, key: string, value: string, ttl: number): void {
   deps.cache.set(key, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
 
-/** The conversation detail JSON of CONTRACT §4.6 and §10; 404 when missing or not the user's. */
+/** The conversation detail JSON of CONTRACT §4.6 and §10; not found when missing or not the user's. */
 export async function conversationDetail(
   deps: ReadDeps,
   userId: string,

@@ -1,7 +1,7 @@
 // Resume tokens (CONTRACT §4.2, §4.4): HS256 JWTs naming the user, the
 // conversation and the assistant message of one turn, valid for 2 hours.
 import { jwtVerify, SignJWT } from 'jose'
-import { unauthorized } from '../errors.ts'
+import { unauthenticated } from '../errors.ts'
 import { importHs256Key } from '../hmac-key.ts'
 
 export interface ResumeClaims {
@@ -12,7 +12,7 @@ export interface ResumeClaims {
 
 export interface ResumeTokens {
   sign(claims: ResumeClaims): Promise<string>
-  /** The claims of a valid token; 401 for a bad, expired or wrongly signed one. */
+  /** The claims of a valid token; `unauthenticated` for a bad, expired or wrongly signed one. */
   verify(token: string): Promise<ResumeClaims>
 }
 
@@ -37,9 +37,9 @@ export function createResumeTokens(secret: string): ResumeTokens {
         )
           return { userId: sub, conversationId: conversation_id, messageId: message_id }
       } catch {
-        // Fall through: every failure is the same 401 to the client.
+        // Fall through: every failure is the same `unauthenticated` to the client.
       }
-      throw unauthorized('The resume token is not valid or has expired.')
+      throw unauthenticated('The resume token is not valid or has expired.')
     },
   }
 }

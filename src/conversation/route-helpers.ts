@@ -2,7 +2,7 @@
 // identity on reads, the path's conversation id, sending cached JSON as it is,
 // and the identity parameters and bearer scheme the API document declares.
 import { t } from 'elysia'
-import { validationFailed } from '../errors.ts'
+import { invalid } from '../errors.ts'
 import { textResponse } from '../response-headers.ts'
 import { open } from './schemas.ts'
 
@@ -19,7 +19,7 @@ export const claimedReader = (request: Request, queryUserId: string | undefined)
 /** The path's conversation id, lower-cased; 422 when it is not a UUID. */
 export function conversationIdOf(params: { conversation_id: string }): string {
   if (!UUID.test(params.conversation_id))
-    throw validationFailed('The path parameter "conversation_id" must be a UUID.')
+    throw invalid('The path parameter "conversation_id" must be a UUID.')
   return params.conversation_id.toLowerCase()
 }
 

@@ -2,7 +2,7 @@
 // resolves the user, and hands the work to the conversation service.
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth.ts'
-import { payloadTooLarge, unauthorized, validationFailed } from '../errors.ts'
+import { invalid, tooLarge, unauthenticated } from '../errors.ts'
 import { managementRoutes } from './management-routes.ts'
 import { parseListQuery } from './query-params.ts'
 import {
@@ -45,22 +45,22 @@ function checkSend(body: SendBody): void {
   let total = 0
   if (body.action === 'variant') {
     if (messages.length !== 1)
-      throw validationFailed(
+      throw invalid(
         'The field "messages" must hold exactly one message with action "variant": the user message to answer again.',
       )
     if (messages[0]?.id === undefined)
-      throw validationFailed('The field "messages[0].id" is required with action "variant".')
+      throw invalid('The field "messages[0].id" is required with action "variant".')
   }
   messages.forEach((message, index) => {
     if (message.role === undefined && message.author?.role === undefined)
-      throw validationFailed(`The field "messages[${index}].role" (or "author.role") is required.`)
+      throw invalid(`The field "messages[${index}].role" (or "author.role") is required.`)
     const parts = message.content.parts
     if (parts.every((part) => part.trim() === ''))
-      throw validationFailed(`The field "messages[${index}].content.parts" must contain some text.`)
+      throw invalid(`The field "messages[${index}].content.parts" must contain some text.`)
     for (const part of parts) total += part.length
   })
   if (total > MAX_TEXT_CHARS)
-    throw payloadTooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
+    throw tooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
 }
 
 export function conversationRoutes({ conversations, auth, keepaliveMs }: ConversationRoutesDeps) {
@@ -110,7 +110,7 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
       '/f/conversation/resume',
       async ({ body, request }) => {
         const token = request.headers.get('x-conduit-token')
-        if (!token) throw unauthorized('The x-conduit-token header is required.')
+        if (!token) throw unauthenticated('The x-conduit-token header is required.')
         const userId = await auth.optionalUserOf(
           request,
           body.user_id ?? request.headers.get('x-user-id') ?? undefined,

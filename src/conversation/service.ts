@@ -3,7 +3,7 @@
 // reports stream status, and answers cached reads. It takes its dependencies
 // as parameters and knows nothing of HTTP.
 import { randomUUID } from 'node:crypto'
-import { notFound, tooManyRequests, unauthorized, validationFailed } from '../errors.ts'
+import { busy, invalid, notFound, unauthenticated } from '../errors.ts'
 import type { ConversationLeases } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
@@ -33,7 +33,7 @@ export interface ConversationServiceOptions {
   stops: StopChannel
   /** Lease lifetime: a dead instance's turns are taken over after about this long. */
   leaseMs: number
-  /** Most conversations this process runs turns for at once; past it a send is a 429. */
+  /** Most conversations this process runs turns for at once; past it a send is refused as `busy`. */
   maxConversations: number
   /** With in-process logs: how often a streaming reply is saved to the database. */
   checkpointMs?: number
@@ -77,7 +77,7 @@ export type StreamStatus =
 export type ConversationService = ReturnType<typeof createConversationService>
 
 /**
- * Retry-After of the capacity 429: a turn of the local model ends within a
+ * When a send refused as `busy` may come back: a turn of the local model ends within a
  * few seconds, so a slot is likely free again by then.
  */
 export const CAPACITY_RETRY_AFTER_SECONDS = 2
@@ -142,13 +142,13 @@ export function createConversationService(options: ConversationServiceOptions) {
 
   return {
     /**
-     * Accepts a send (404/409 before any stream) and answers with its turn's
+     * Accepts a send (`not_found`/`conflict`/`invalid` before any stream) and answers with its turn's
      * stream from the first item; the turn runs wherever the conversation's
      * lease is held, after the turns accepted before it.
      */
     async send(request: SendRequest): Promise<TurnStream> {
       if (runner.size >= options.maxConversations)
-        throw tooManyRequests(
+        throw busy(
           'The server is busy with too many conversations; try again shortly.',
           CAPACITY_RETRY_AFTER_SECONDS,
         )
@@ -175,16 +175,14 @@ export function createConversationService(options: ConversationServiceOptions) {
     async resume(request: ResumeRequest): Promise<TurnStream> {
       const claims = await deps.tokens.verify(request.token)
       if (claims.conversationId !== request.conversationId)
-        throw unauthorized('The resume token belongs to another conversation.')
+        throw unauthenticated('The resume token belongs to another conversation.')
       if (request.userId !== undefined && request.userId !== claims.userId)
-        throw unauthorized('The resume token belongs to another user.')
+        throw unauthenticated('The resume token belongs to another user.')
       const info = await logs.info(claims.messageId)
       if (!info || info.conversationId !== claims.conversationId || info.userId !== claims.userId)
         throw notFound('This stream is no longer available.')
       if (info.finished && request.offset > info.length)
-        throw validationFailed(
-          `The field "offset" is past the end of the stream (${info.length} items).`,
-        )
+        throw invalid(`The field "offset" is past the end of the stream (${info.length} items).`)
       return streamOf(claims.messageId, request.offset)
     },
 

@@ -1,5 +1,5 @@
 // Whether an error says the Redis that holds the turn state cannot be reached
-// right now (a 503, like a database that is down), as ioredis reports it: a
+// right now (unavailable, like a database that is down), as ioredis reports it: a
 // command given up after its retries or its deadline, a closed connection, a
 // socket error.
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'])

@@ -39,7 +39,7 @@ export interface StateOptions {
   warn?: (message: string, error: unknown) => void
   /**
    * Longest one state command may wait for Redis (a frozen server answers
-   * nothing): past it the command fails, and the request answers 503.
+   * nothing): past it the command fails, and the request is refused as unavailable.
    */
   commandTimeoutMs?: number
 }

@@ -78,7 +78,7 @@ const UNREACHABLE = new Set([
 ])
 
 /**
- * Whether an error says the database is down or unreachable (a 503), rather
+ * Whether an error says the database is down or unreachable (unavailable), rather
  * than that a statement failed: socket errors, postgres.js connection codes,
  * SQLSTATE class 08 (connection exception), 57P (shutting down), 53300 (too
  * many connections).

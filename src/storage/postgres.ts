@@ -1,7 +1,7 @@
 // Db adapter for a real Postgres server, through postgres.js. It fails fast:
 // connecting, each statement (including the wait for a pooled connection) and
 // each step of a transaction get `timeoutMs`, after which the caller gets a
-// DatabaseTimeoutError (a 503, see isDatabaseUnavailable) instead of hanging
+// DatabaseTimeoutError (unavailable, see isDatabaseUnavailable) instead of hanging
 // on a server that is stopped, frozen or unreachable. A statement that timed
 // out on its own is cancelled, so a merely slow one does not keep running; one
 // inside a transaction is not (see timedTransaction). While the

@@ -2,6 +2,7 @@
 // stored and no cache key changed.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import { DomainError } from '../../src/errors.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -207,6 +208,32 @@ for (const backend of appBackends())
         )
         expect(error.code).toBe('conflict')
         expect(await t.cache.get(historyKey(cid))).toBe('sentinel')
+      })
+
+      test('the service refuses it with the kind conflict, not with an HTTP status', async () => {
+        const user = newUser()
+        const first = await sendAndRead(t.app, {
+          user_id: user,
+          messages: [textMessage('a', 'dup-kind')],
+        })
+        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const refusal = await t.conversations
+          .send({
+            userId: user,
+            conversationId: cid,
+            messages: [{ id: 'dup-kind', parts: ['again'] }],
+            action: 'next',
+          })
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+        expect(refusal).toBeInstanceOf(DomainError)
+        expect(refusal).toMatchObject({
+          kind: 'conflict',
+          detail: expect.stringMatching(/dup-kind/),
+        })
+        expect(refusal).not.toHaveProperty('status')
       })
 
       test('twice in one request is 409 too', async () => {

@@ -1,5 +1,5 @@
-// Accepting a send: the only step that can still fail with a plain HTTP error
-// (404, 409, 422 for a misplaced variant). It opens the turn's log with the
+// Accepting a send: the only step that can still refuse it, with a domain
+// error (not found, a conflict, invalid for a misplaced variant). It opens the turn's log with the
 // stream's first items, then, in one transaction, places the send in the
 // conversation's tree (placement.ts), stores the user messages and the reply's
 // in-progress row, which becomes the current node: from then on the turn is
@@ -41,7 +41,10 @@ export interface AcceptedTurn {
   inputs: StoredMessage[]
 }
 
-/** Queues a turn; throws 404 (not the user's conversation, unknown message), 409 (a stored message id) or 422. */
+/**
+ * Queues a turn; throws `not_found` (not the user's conversation, unknown
+ * message), `conflict` (a stored message id) or `invalid` (a misplaced variant).
+ */
 export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<AcceptedTurn> {
   const { conversationId, userId } = input
   const variant = input.action === 'variant'

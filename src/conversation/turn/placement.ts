@@ -5,7 +5,7 @@
 // edited message is sent). `variant` stores nothing new: it answers again a
 // user message already stored, so the new reply becomes a sibling of its
 // earlier replies.
-import { notFound, validationFailed } from '../../errors.ts'
+import { invalid, notFound } from '../../errors.ts'
 import type { Queryable } from '../../storage/db.ts'
 import { ROOT_ID } from '../messages.ts'
 import { findMessage } from '../tree-repository.ts'
@@ -41,9 +41,9 @@ async function resolveParent(
 
 /**
  * The parent of the first message the send stores (null: the top of the
- * tree); for a variant, checks the message it answers again. Throws 404 for an
- * id not in the conversation, 422 for a variant that does not name a stored
- * user message or names it under another parent.
+ * tree); for a variant, checks the message it answers again. Throws
+ * `not_found` for an id not in the conversation, `invalid` for a variant that
+ * does not name a stored user message or names it under another parent.
  */
 export async function placeSend(
   tx: Queryable,
@@ -59,11 +59,11 @@ export async function placeSend(
   const answered = target.isNew ? undefined : await findMessage(tx, conversationId, id)
   if (!answered) throw unknownMessage(id)
   if (answered.role !== 'user')
-    throw validationFailed(
+    throw invalid(
       `The field "messages[0].id" must name a user message to answer again; "${id}" is a reply.`,
     )
   if (given !== undefined && parentId !== answered.parentId)
-    throw validationFailed(
+    throw invalid(
       `The field "parent_message_id" must be the parent of message "${id}" (${answered.parentId ?? ROOT_ID}).`,
     )
   return answered.parentId
