@@ -17,19 +17,6 @@ export interface ConversationRow {
 
 const missing = () => notFound('Conversation not found.')
 
-export async function createConversation(
-  tx: Queryable,
-  id: string,
-  userId: string,
-  title: string,
-  at: Date,
-): Promise<void> {
-  await tx.query(
-    'INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)',
-    [id, userId, title, at],
-  )
-}
-
 /**
  * Locks the user's conversation for this transaction and answers its current
  * node; a missing conversation and someone else's are the same `not_found`.

@@ -1,20 +1,22 @@
 // Accepting a send: the only step that can still refuse it, with a domain
-// error (not found, a conflict, invalid for a misplaced variant). It opens the turn's log with the
-// stream's first items, then, in one transaction, places the send in the
-// conversation's tree (placement.ts), stores the user messages and the reply's
-// in-progress row, which becomes the current node: from then on the turn is
-// queued for whichever instance holds the conversation's lease, and the
+// error (not found, a conflict, invalid for a misplaced variant). It opens the
+// turn's log with the stream's first items, then places the send in the
+// conversation's tree (placement.ts) and stores the user messages and the
+// reply's in-progress row, which becomes the current node - a new
+// conversation in one statement (first-send-repository.ts), an existing one in
+// a transaction that locks it and reads its tree first. From then on the turn
+// is queued for whichever instance holds the conversation's lease, and the
 // sender reads the log.
 
 import { allInOrder } from '../../storage/db.ts'
-import { createConversation, lockOwnConversation } from '../conversations-repository.ts'
+import { lockOwnConversation } from '../conversations-repository.ts'
+import { type FirstSend, storeFirstSend } from '../first-send-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
 import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
-import { ensureUser } from '../users-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
-import { placeSend, type SendAction, type SendTarget } from './placement.ts'
+import { placeSend, type SendAction } from './placement.ts'
 import { openTurnLog } from './prefix.ts'
 
 export interface SendInput {
@@ -79,38 +81,8 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     inputs,
   })
   try {
-    await deps.db.transaction(async (tx) => {
-      const target: SendTarget = input.isNew
-        ? { isNew: true }
-        : { isNew: false, ...(await lockOwnConversation(tx, conversationId, userId)) }
-      const parentId = await placeSend(tx, conversationId, target, {
-        action: input.action,
-        parentMessageId: input.parentMessageId,
-        variantOf: answered.id,
-      })
-      // Each input follows the one before it; the first follows the send's parent.
-      inputs.forEach((message, index) => {
-        message.parentId = index === 0 ? parentId : (inputs[index - 1]?.id ?? null)
-      })
-      // The writes go out together, each sent before the next, so they run in
-      // this order in one round trip instead of one each: under load a round
-      // trip waits for the event loop, and the connection is held meanwhile.
-      const first = inputs[0]
-      await allInOrder([
-        ensureUser(tx, userId),
-        input.isNew &&
-          first &&
-          createConversation(
-            tx,
-            conversationId,
-            userId,
-            titleFrom(textOf(first.content)),
-            new Date(first.createTime * 1000),
-          ),
-        insertMessages(tx, conversationId, inputs, 'finished_successfully'),
-        insertReplyPlaceholder(tx, conversationId, { id: messageId, createTime, metadata }),
-      ])
-    })
+    if (input.isNew) await storeNew(deps, input, inputs, { id: messageId, createTime, metadata })
+    else await storeInExisting(deps, input, inputs, { id: messageId, createTime, metadata })
   } catch (error) {
     await deps.logs
       .remove(messageId)
@@ -119,4 +91,63 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   }
   await invalidateReads(deps, conversationId, userId)
   return { conversationId, messageId, inputs }
+}
+
+type Reply = FirstSend['reply']
+
+/** A send creating its conversation: placed at the top of the tree, stored in one statement. */
+async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[], reply: Reply) {
+  const { conversationId, userId } = input
+  const first = inputs[0]
+  // Placement reads nothing for a new conversation: it only checks what the send names.
+  const parentId = await placeSend(deps.db, conversationId, { isNew: true }, placement(input))
+  chain(inputs, parentId)
+  if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
+  await storeFirstSend(deps.db, {
+    userId,
+    conversationId,
+    title: titleFrom(textOf(first.content)),
+    inputs,
+    reply,
+  })
+}
+
+/** A send to an existing conversation: locked, placed in its tree, stored in one transaction. */
+async function storeInExisting(
+  deps: TurnDeps,
+  input: SendInput,
+  inputs: StoredMessage[],
+  reply: Reply,
+) {
+  const { conversationId, userId } = input
+  await deps.db.transaction(async (tx) => {
+    const current = await lockOwnConversation(tx, conversationId, userId)
+    const parentId = await placeSend(
+      tx,
+      conversationId,
+      { isNew: false, ...current },
+      placement(input),
+    )
+    chain(inputs, parentId)
+    // The writes go out together, each sent before the next, so they run in
+    // this order in one round trip instead of one each: under load a round
+    // trip waits for the event loop, and the connection is held meanwhile.
+    await allInOrder([
+      insertMessages(tx, conversationId, inputs, 'finished_successfully'),
+      insertReplyPlaceholder(tx, conversationId, reply),
+    ])
+  })
+}
+
+const placement = (input: SendInput) => ({
+  action: input.action,
+  parentMessageId: input.parentMessageId,
+  variantOf: input.messages.at(-1)?.id ?? '',
+})
+
+/** Each input follows the one before it; the first follows the send's parent. */
+function chain(inputs: StoredMessage[], parentId: string | null) {
+  inputs.forEach((message, index) => {
+    message.parentId = index === 0 ? parentId : (inputs[index - 1]?.id ?? null)
+  })
 }
