@@ -1,18 +1,22 @@
 // The database's ceiling for sends: pgbench replaying the statements one send
 // runs (turn-statements.ts), in the same transactions, prepared, with the
 // same number of clients as the send scenario, in the same run. Each replayed
-// turn gets fresh ids: every UUID the capture saw becomes a pgbench variable
-// filled by one `SELECT gen_random_uuid() … \gset` at the top of the script
-// (one extra round trip a turn, which lowers the ceiling slightly: it favours
-// the service). Every other parameter is inlined as a literal.
+// turn gets fresh ids: every UUID the capture saw - a whole parameter, or
+// inside one (a send's rows travel as one JSON parameter) - becomes a pgbench
+// variable filled by one `SELECT gen_random_uuid() … \gset` at the top of the
+// script (one extra round trip a turn, which lowers the ceiling slightly: it
+// favours the service). Every other parameter is inlined as a literal.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import postgres from 'postgres'
 import type { Step } from './turn-statements.ts'
 
 export const PGBENCH = Bun.which('pgbench')
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const UUID_TEXT = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+const UUID = new RegExp(`^${UUID_TEXT}$`, 'i')
+const UUID_INSIDE = new RegExp(UUID_TEXT, 'gi')
 
 export interface PgbenchResult {
   clients: number
@@ -24,7 +28,13 @@ export interface PgbenchResult {
   script: string
 }
 
-function literal(value: unknown): string {
+/**
+ * `value` as an SQL literal; when UUIDs appear in it, an expression replacing
+ * each with its pgbench variable (`replace('…', '<uuid>', :u1)`): pgbench's
+ * prepared protocol sends variables as parameters, so one inside quotes would
+ * not be replaced.
+ */
+function literal(value: unknown, variableOf: (uuid: string) => string): string {
   if (value === null || value === undefined) return 'NULL'
   if (typeof value === 'number' || typeof value === 'bigint') return String(value)
   if (typeof value === 'boolean') return value ? 'true' : 'false'
@@ -37,12 +47,24 @@ function literal(value: unknown): string {
   // pgbench reads `:name` as a variable even inside a quoted literal (JSON's
   // `"first_turn":true` became a parameter): a space after such a colon keeps
   // JSON equal (and plain text readable).
-  return `'${text.replaceAll("'", "''").replace(/:(?=[A-Za-z_])/g, ': ')}'`
+  const quoted = `'${text.replaceAll("'", "''").replace(/:(?=[A-Za-z_])/g, ': ')}'`
+  const inside = new Set(text.match(UUID_INSIDE) ?? [])
+  let expression = quoted
+  for (const uuid of inside) expression = `replace(${expression}, '${uuid}', :${variableOf(uuid)})`
+  return expression
 }
 
 /** The pgbench script replaying steps with fresh UUIDs each run. */
 export function pgbenchScript(steps: readonly Step[]): string {
   const uuids = new Map<string, string>()
+  const variableOf = (uuid: string) => {
+    let name = uuids.get(uuid.toLowerCase())
+    if (name === undefined) {
+      name = `u${uuids.size + 1}`
+      uuids.set(uuid.toLowerCase(), name)
+    }
+    return name
+  }
   const lines: string[] = []
   for (const step of steps) {
     if (step.kind === 'begin') lines.push('BEGIN;')
@@ -53,15 +75,8 @@ export function pgbenchScript(steps: readonly Step[]): string {
         .replace(/;$/, '')
         .replace(/\$(\d+)/g, (_, digits: string) => {
           const value = step.params[Number(digits) - 1]
-          if (typeof value === 'string' && UUID.test(value)) {
-            let name = uuids.get(value.toLowerCase())
-            if (name === undefined) {
-              name = `u${uuids.size + 1}`
-              uuids.set(value.toLowerCase(), name)
-            }
-            return `:${name}`
-          }
-          return literal(value)
+          if (typeof value === 'string' && UUID.test(value)) return `:${variableOf(value)}`
+          return literal(value, variableOf)
         })
       lines.push(`${text.replace(/\s*\n\s*/g, ' ')};`)
     }
@@ -129,5 +144,22 @@ export async function runPgbench(
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * In-progress replies the replayed turns left behind: none when the script
+ * replays the service faithfully (each turn claims and finishes its own
+ * reply). Any left would be taken for crashed turns by the next server's sweep.
+ */
+export async function unfinishedReplayTurns(databaseUrl: string, userId: string): Promise<number> {
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+  try {
+    const [row] = await sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM messages m JOIN conversations c ON c.id = m.conversation_id
+       WHERE c.user_id = ${userId} AND m.status = 'in_progress'`
+    return row?.n ?? 0
+  } finally {
+    await sql.end()
   }
 }

@@ -5,7 +5,7 @@
 // Without them (embedded), one run of sends alone.
 import type { Backend } from './backend.ts'
 import type { BenchOptions } from './options.ts'
-import { PGBENCH, type PgbenchResult, runPgbench } from './pgbench.ts'
+import { PGBENCH, type PgbenchResult, runPgbench, unfinishedReplayTurns } from './pgbench.ts'
 import { runSendStream } from './send-stream.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import { captureTurnStatements } from './turn-statements.ts'
@@ -48,7 +48,7 @@ export async function measureSends(
     }
   }
   say('pgbench: capturing the statements of one send')
-  const steps = await captureTurnStatements(backend)
+  const { steps, userId } = await captureTurnStatements(backend)
   const durationSec = Math.max(2, Math.round(options.durationSec / ROUNDS))
   const measured: { sends: StreamSummary; pgbench: PgbenchResult }[] = []
   for (let round = 0; round < ROUNDS; round++) {
@@ -63,6 +63,11 @@ export async function measureSends(
         `(${pgbench.statementsPerTurn} statements a turn)`,
     )
   }
+  const unfinished = await unfinishedReplayTurns(backend.databaseUrl, userId)
+  if (unfinished > 0)
+    throw new Error(
+      `the pgbench replay left ${unfinished} replies in progress: its script does not replay a send faithfully`,
+    )
   const share = (entry: (typeof measured)[number]) =>
     entry.sends.streamsPerSec / entry.pgbench.turnsPerSec
   const sorted = [...measured].sort((a, b) => share(a) - share(b))

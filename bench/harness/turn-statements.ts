@@ -46,8 +46,14 @@ function recording(db: Db, steps: Step[]): Db {
   }
 }
 
+export interface CapturedTurn {
+  steps: Step[]
+  /** The user of the captured sends, and of every turn pgbench replays. */
+  userId: string
+}
+
 /** The statements of one send to a new conversation by a user who sent before. */
-export async function captureTurnStatements(backend: Backend): Promise<Step[]> {
+export async function captureTurnStatements(backend: Backend): Promise<CapturedTurn> {
   const steps: Step[] = []
   const db = createPostgresDb(backend.databaseUrl, { max: 4 })
   const state = backend.stateUrl
@@ -89,7 +95,7 @@ export async function captureTurnStatements(backend: Backend): Promise<Step[]> {
     await send('Streaming benchmark turn 0: please answer with a few words.')
     steps.length = 0
     await send('Streaming benchmark turn 1: please answer with a few words.')
-    return [...steps]
+    return { steps: [...steps], userId }
   } finally {
     await conversations.close()
     await state.close()
