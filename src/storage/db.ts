@@ -77,16 +77,25 @@ const UNREACHABLE = new Set([
   'CONNECTION_DESTROYED',
 ])
 
+/** SQLSTATE of a statement cancelled by a cancel request or a statement timeout. */
+const QUERY_CANCELED = '57014'
+
 /**
  * Whether an error says the database is down or unreachable (unavailable), rather
  * than that a statement failed: socket errors, postgres.js connection codes,
  * SQLSTATE class 08 (connection exception), 57P (shutting down), 53300 (too
- * many connections).
+ * many connections), 57014 (statement cancelled: a statement timeout, or the
+ * cancel request of another statement's deadline, which names the server
+ * process and may land on the statement that runs after it).
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const code = sqlState(error)
   if (code === undefined) return false
   return (
-    UNREACHABLE.has(code) || code.startsWith('08') || code.startsWith('57P') || code === '53300'
+    UNREACHABLE.has(code) ||
+    code.startsWith('08') ||
+    code.startsWith('57P') ||
+    code === '53300' ||
+    code === QUERY_CANCELED
   )
 }

@@ -67,5 +67,7 @@ test('statement errors are not mistaken for an outage', () => {
   expect(isDatabaseUnavailable(new Error('plain'))).toBe(false)
   expect(isDatabaseUnavailable({ code: '08006' })).toBe(true)
   expect(isDatabaseUnavailable({ code: '57P01' })).toBe(true)
+  // Cancelled (another statement's deadline may cancel the one after it): try again, not a 500.
+  expect(isDatabaseUnavailable({ code: '57014' })).toBe(true)
   expect(isDatabaseUnavailable({ code: 'ECONNREFUSED' })).toBe(true)
 })
