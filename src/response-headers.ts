@@ -50,11 +50,8 @@ export const responseHeaders = new Elysia({ name: 'response-headers' }).mapRespo
     if (set.status !== undefined && set.status !== 200) return
     if (set.cookie !== undefined || 'set-cookie' in set.headers) return
     const headers = set.headers as Record<string, unknown>
-    for (const _ in headers) {
-      if (!foldInto(responseValue, headers)) return
-      clear(headers)
-      return responseValue
-    }
+    if (!foldInto(responseValue, headers)) return
+    clear(headers)
     return responseValue
   },
 )
