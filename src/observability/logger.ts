@@ -34,31 +34,22 @@ const CENSOR = '***'
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-/** `fields` with every censored key's value replaced, copying only what changes. */
-export function censored(fields: Record<string, unknown>): Record<string, unknown> {
+/**
+ * `fields` with every censored key's value replaced, at its top level and
+ * `depth` levels down, copying only what changes.
+ */
+export function censored(fields: Record<string, unknown>, depth = 1): Record<string, unknown> {
   let result = fields
   for (const key in fields) {
     const value = fields[key]
-    let replacement: unknown = value
-    if (CENSORED_KEYS.has(key)) replacement = CENSOR
-    else if (isRecord(value) && !(value instanceof Error)) {
-      const inner = censored1(value)
-      if (inner !== value) replacement = inner
-    }
-    if (replacement !== value) {
-      if (result === fields) result = { ...fields }
-      result[key] = replacement
-    }
-  }
-  return result
-}
-
-function censored1(fields: Record<string, unknown>): Record<string, unknown> {
-  let result = fields
-  for (const key in fields) {
-    if (!CENSORED_KEYS.has(key)) continue
+    const replacement = CENSORED_KEYS.has(key)
+      ? CENSOR
+      : depth > 0 && isRecord(value) && !(value instanceof Error)
+        ? censored(value, depth - 1)
+        : value
+    if (replacement === value) continue
     if (result === fields) result = { ...fields }
-    result[key] = CENSOR
+    result[key] = replacement
   }
   return result
 }
@@ -69,7 +60,7 @@ export function createLogger({ level, destination }: LoggerOptions): Logger {
       level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }), log: censored },
+      formatters: { level: (label) => ({ level: label }), log: (fields) => censored(fields) },
     },
     destination ?? turnBatchedDestination(),
   )
