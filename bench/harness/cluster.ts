@@ -5,8 +5,10 @@
 import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import type { Backend } from './backend.ts'
-import { mainThreadSeconds, namedCpuSeconds, processCpuSeconds } from './cpu.ts'
+import { mainThreadSeconds, meterCpu, namedCpuSeconds, processCpuSeconds } from './cpu.ts'
 import { type LoadBalancer, startLoadBalancer } from './nginx.ts'
+import { meterPools } from './pg-activity.ts'
+import { meterRedis } from './redis-stats.ts'
 import { type RunningServer, startServer } from './server.ts'
 
 export type Routing = 'direct' | 'nginx round robin' | 'client round robin (no nginx)'
@@ -112,4 +114,26 @@ export function runQueueReadings(cluster: Cluster): Record<string, number | unde
     readings[`server ${index + 1} waiting`] = main?.waiting
   })
   return readings
+}
+
+/**
+ * The meters every streaming scenario starts on its deployment: CPU of each
+ * part and of this process (as `harnessLabel`), the servers' run-queue waits,
+ * the state Redis's command counters and the Postgres pools' use (when those
+ * backends are real). Each is stopped by the scenario.
+ */
+export async function meterCluster(cluster: Cluster, backend: Backend, harnessLabel: string) {
+  const cpu = meterCpu(() => {
+    const usage = process.cpuUsage()
+    return { ...cpuReadings(cluster), [harnessLabel]: (usage.user + usage.system) / 1e6 }
+  })
+  const waits = meterCpu(() => runQueueReadings(cluster))
+  const redis = backend.stateUrl ? await meterRedis(backend.stateUrl) : undefined
+  const pools = backend.databaseUrl.startsWith('postgres')
+    ? meterPools(
+        backend.databaseUrl,
+        cluster.servers.map((server) => server.pid),
+      )
+    : undefined
+  return { cpu, waits, redis, pools }
 }

@@ -5,11 +5,11 @@
 // realistic pace). Each on a fresh deployment.
 import { randomBytes } from 'node:crypto'
 import type { Backend } from './backend.ts'
-import { cpuReadings, runQueueReadings, startCluster } from './cluster.ts'
-import { type CpuUse, meterCpu } from './cpu.ts'
+import { meterCluster, startCluster } from './cluster.ts'
+import type { CpuUse } from './cpu.ts'
 import type { BenchOptions } from './options.ts'
-import { meterPools, type PoolActivity } from './pg-activity.ts'
-import { meterRedis, type RedisDelta } from './redis-stats.ts'
+import type { PoolActivity } from './pg-activity.ts'
+import type { RedisDelta } from './redis-stats.ts'
 import { runSendStream } from './send-stream.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import { type ManyStreamsResult, runManyStreams } from './streaming.ts'
@@ -45,19 +45,11 @@ async function measureSendStream(
   try {
     const settings = { concurrency: options.streamConcurrency, durationSec: WARM_UP_SEC }
     await runSendStream(cluster.targets, `${runId}-warm`, settings)
-    const cpu = meterCpu(() => {
-      const usage = process.cpuUsage()
-      const harness = (usage.user + usage.system) / 1e6
-      return { ...cpuReadings(cluster), 'harness (the clients)': harness }
-    })
-    const waits = meterCpu(() => runQueueReadings(cluster))
-    const redis = backend.stateUrl ? await meterRedis(backend.stateUrl) : undefined
-    const pools = backend.databaseUrl.startsWith('postgres')
-      ? meterPools(
-          backend.databaseUrl,
-          cluster.servers.map((server) => server.pid),
-        )
-      : undefined
+    const { cpu, waits, redis, pools } = await meterCluster(
+      cluster,
+      backend,
+      'harness (the clients)',
+    )
     const summary = await runSendStream(cluster.targets, runId, {
       ...settings,
       durationSec: options.durationSec,

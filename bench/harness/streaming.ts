@@ -7,10 +7,10 @@
 import { join } from 'node:path'
 import type { Backend } from './backend.ts'
 import { tail, terminate, track } from './children.ts'
-import { cpuReadings, runQueueReadings, startCluster } from './cluster.ts'
-import { type CpuUse, meterCpu } from './cpu.ts'
-import { meterPools, type PoolActivity } from './pg-activity.ts'
-import { meterRedis, type RedisDelta } from './redis-stats.ts'
+import { meterCluster, startCluster } from './cluster.ts'
+import type { CpuUse } from './cpu.ts'
+import type { PoolActivity } from './pg-activity.ts'
+import type { RedisDelta } from './redis-stats.ts'
 import { readRss, sampleRss } from './rss.ts'
 import { withFileLimit } from './server.ts'
 import { type StreamResult, sendAndStream, wallClockMs } from './sse-client.ts'
@@ -250,18 +250,7 @@ export async function runManyStreams(
       before: readRss(server.pid),
       sampler: sampleRss(server.pid, 100),
     }))
-    const cpu = meterCpu(() => {
-      const usage = process.cpuUsage()
-      return { ...cpuReadings(cluster), harness: (usage.user + usage.system) / 1e6 }
-    })
-    const waits = meterCpu(() => runQueueReadings(cluster))
-    const redis = backend.stateUrl ? await meterRedis(backend.stateUrl) : undefined
-    const pools = backend.databaseUrl.startsWith('postgres')
-      ? meterPools(
-          backend.databaseUrl,
-          cluster.servers.map((server) => server.pid),
-        )
-      : undefined
+    const { cpu, waits, redis, pools } = await meterCluster(cluster, backend, 'harness')
     try {
       const startAtMs = wallClockMs() + CLIENT_START_MS
       const run = await runClients(
