@@ -5,7 +5,8 @@
 // used only when the document the cache returned now is the one it was cut
 // from (equal text), so a changed or deleted list is never served from here.
 // Bounded in bytes (LRU), counting each document twice (the document and its
-// decoded items) plus the pages kept.
+// decoded items); the few pages kept per document (at most 4, each shorter
+// than it) are not counted.
 import { LRUCache } from 'lru-cache'
 import { type CachedList, decodeList, type ListPage, pageOf } from './list-cache.ts'
 
@@ -24,7 +25,7 @@ export type ListPages = (key: string, document: string, page: ListPage) => strin
 export function createListPages(maxBytes = 4 * 2 ** 20): ListPages {
   const entries = new LRUCache<string, Entry>({
     maxSize: maxBytes,
-    // UTF-16 code units: 2 bytes each, the document and its items; pages come on top, at most 4.
+    // UTF-16 code units of 2 bytes, for the document and its items.
     sizeCalculation: (entry) => Math.max(1, entry.document.length * 4),
   })
   return (key, document, page) => {

@@ -12,7 +12,7 @@
 import { writeSync } from 'node:fs'
 import type { DestinationStream } from 'pino'
 
-/** Bytes held for a stalled reader before new lines are dropped. */
+/** Characters (bytes, for the ASCII of JSON lines) held for a stalled reader before new lines are dropped. */
 export const MAX_PENDING_BYTES = 8 * 2 ** 20
 /** Wait before writing again to a full pipe. */
 const RETRY_MS = 10
