@@ -1,19 +1,26 @@
-// Starts the bare reference server (bare-server.ts) as a child process, like
-// the service, so both pay the same process and HTTP costs.
+// Starts the bare reference servers as child processes, like the service, so
+// both pay the same process and HTTP costs: the bare route of the request
+// scenarios (bare-server.ts) and the bare SSE server of the many-streams
+// scenario (bare-sse-server.ts). Each prints its port when it listens.
 import { join } from 'node:path'
 import { terminate, track } from './children.ts'
+import { withFileLimit } from './server.ts'
 
-export interface BareServer {
+export interface ReferenceServer {
   url: string
   pid: number
-  /** The path answering a fixed JSON document of exactly `bytes` bytes. */
-  pathFor(bytes: number): string
   stop(): Promise<void>
 }
 
-export async function startBare(): Promise<BareServer> {
+export interface BareServer extends ReferenceServer {
+  /** The path answering a fixed JSON document of exactly `bytes` bytes. */
+  pathFor(bytes: number): string
+}
+
+/** Runs `file` (beside this one) with `args`, with room for thousands of sockets; waits for its port. */
+async function startReference(file: string, args: string[] = []): Promise<ReferenceServer> {
   const child = track(
-    Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'bare-server.ts')], {
+    Bun.spawn(withFileLimit([process.execPath, 'run', join(import.meta.dir, file), ...args]), {
       stdin: 'ignore',
       stdout: 'pipe',
       stderr: 'inherit',
@@ -23,12 +30,17 @@ export async function startBare(): Promise<BareServer> {
   const port = Number(new TextDecoder().decode(value).trim())
   if (!Number.isInteger(port) || port <= 0) {
     await terminate(child, 2_000)
-    throw new Error('the bare reference server did not start')
+    throw new Error(`the reference server ${file} did not start`)
   }
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: child.pid,
-    pathFor: (bytes) => `/bytes/${bytes}`,
-    stop: () => terminate(child, 5_000),
-  }
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => terminate(child, 5_000) }
+}
+
+export async function startBare(): Promise<BareServer> {
+  const server = await startReference('bare-server.ts')
+  return { ...server, pathFor: (bytes) => `/bytes/${bytes}` }
+}
+
+/** The bare SSE server, sending one append item every `chunkDelayMs`. */
+export function startBareSse(chunkDelayMs: number): Promise<ReferenceServer> {
+  return startReference('bare-sse-server.ts', [String(chunkDelayMs)])
 }
