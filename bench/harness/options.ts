@@ -1,7 +1,7 @@
 // Command-line options of `bun run bench`. Defaults keep a full run around two
 // and a half minutes; --short (CI) keeps it around a minute; --scale
 // runs only the streaming scenarios, at thousands of streams, on one and two
-// instances (about two and a half minutes).
+// instances, each beside the bare SSE reference (about three minutes).
 
 export interface BenchOptions {
   short: boolean
@@ -93,9 +93,10 @@ export function parseOptions(args: string[]): BenchOptions {
   const streamRampMs = ramp === undefined ? (scale ? 10_000 : 1_000) : ramp * 1000
   const durationSec = duration ?? (short ? 2 : 5)
   const defaultMax = scale
-    ? // Per instance count: two server starts, send + stream, and the ramp plus
-      // the longest streams, with room for the queue a busy machine builds.
-      60 + (instances ?? [1, 2]).length * (40 + durationSec + streamRampMs / 1000)
+    ? // Per instance count: three server starts (send + stream, many streams,
+      // the bare SSE reference), send + stream, and twice the ramp plus the
+      // longest streams, with room for the queue a busy machine builds.
+      60 + (instances ?? [1, 2]).length * (55 + durationSec + (2 * streamRampMs) / 1000)
     : // Five request scenarios of two saturated and two open-loop runs each, plus
       // the sends, pgbench and many streams; a longer --duration gets a bound that fits it.
       duration === undefined

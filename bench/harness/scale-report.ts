@@ -2,6 +2,7 @@
 // page, bench/results/<backend>-scale.{json,md} (the latest run per backend).
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { BareSseComparison, StreamFigures } from './bare-sse-comparison.ts'
 import type { CpuUse } from './cpu.ts'
 import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
@@ -10,6 +11,8 @@ import type { RedisDelta } from './redis-stats.ts'
 import { RESULTS_DIR } from './report.ts'
 import { resultName } from './result-name.ts'
 import type { ScaleStep } from './scale.ts'
+import type { Summary } from './stats.ts'
+import type { TimelineSecond } from './streaming.ts'
 import { SCALE_TARGETS } from './targets.ts'
 
 export interface ScaleReport {
@@ -49,6 +52,52 @@ function mainTable(steps: ScaleStep[]): string[] {
   return [
     '| instances | routing | send + stream turns/s (complete) | many streams complete | peak open / streaming | many streams turns/s | first item p50 / p95 / p99 ms | item gap p50 / p99 / max ms | append items/s | server RSS before → peak | machine CPU busy |',
     '|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...rows.map((row) => `| ${row} |`),
+  ]
+}
+
+const times = (ratio: number | undefined) => (ratio === undefined ? 'n/a' : `${fixed(ratio, 2)}×`)
+const optional = (value: number | undefined, digits = 0) =>
+  value === undefined ? 'n/a' : fixed(value, digits)
+
+function figuresRow(instances: number, run: string, figures: StreamFigures): string {
+  return [
+    String(instances),
+    run,
+    `${fixed(figures.completed)} / ${fixed(figures.clients)}`,
+    `${fixed(figures.firstItemP50Ms)} / ${fixed(figures.firstItemP99Ms)}`,
+    `${fixed(figures.gapP50Ms, 1)} / ${fixed(figures.gapP99Ms, 1)}`,
+    fixed(figures.itemsPerSec),
+    optional(figures.serverCpuUsPerItem, 1),
+    mib(figures.rssPeakBytes),
+    percent(figures.machineBusy),
+  ].join(' | ')
+}
+
+function ratioRow(instances: number, { ratio }: BareSseComparison): string {
+  return [
+    String(instances),
+    '**service ÷ reference**',
+    '',
+    `${times(ratio.firstItemP50)} / ${times(ratio.firstItemP99)}`,
+    `${times(ratio.gapP50)} / **${times(ratio.gapP99)}**`,
+    times(ratio.itemsPerSec),
+    times(ratio.serverCpuPerItem),
+    times(ratio.rssPeak),
+    '',
+  ].join(' | ')
+}
+
+/** Per instance count: the service's many streams, the bare SSE reference's, and service ÷ reference. */
+function bareSseTable(steps: ScaleStep[]): string[] {
+  const rows = steps.flatMap(({ instances, versusBareSse }) => [
+    figuresRow(instances, 'service', versusBareSse.service),
+    figuresRow(instances, 'bare SSE reference (1 instance)', versusBareSse.reference),
+    ratioRow(instances, versusBareSse),
+  ])
+  return [
+    '| instances | run | complete | first item p50 / p99 ms | item gap p50 / p99 ms | append items/s | server CPU µs per append item | server peak RSS | machine CPU busy |',
+    '|--:|---|--:|--:|--:|--:|--:|--:|--:|',
     ...rows.map((row) => `| ${row} |`),
   ]
 }
@@ -144,13 +193,13 @@ function poolLine(label: string, pools: PoolActivity | undefined): string {
   )
 }
 
-function timelineTable(step: ScaleStep): string[] {
+function timelineTable(title: string, timeline: TimelineSecond[]): string[] {
   return [
-    `${step.instances} instance(s):`,
+    `${title}:`,
     '',
     '| s | sent | first items | ended | open | append items | gap p99 ms |',
     '|--:|--:|--:|--:|--:|--:|--:|',
-    ...step.manyStreams.timeline.map(
+    ...timeline.map(
       (row) =>
         `| ${row.second} | ${row.sent} | ${row.firstItems} | ${row.ended} | ${row.open} | ` +
         `${fixed(row.items)} | ${fixed(row.gapP99Ms)} |`,
@@ -158,6 +207,9 @@ function timelineTable(step: ScaleStep): string[] {
     '',
   ]
 }
+
+const lagOf = (lags: Summary[]) =>
+  lags.map((lag) => `${fixed(lag.p99, 1)} / ${fixed(lag.max)}`).join(', ')
 
 export function toScaleMarkdown(report: ScaleReport): string {
   const { options, steps } = report
@@ -178,29 +230,39 @@ export function toScaleMarkdown(report: ScaleReport): string {
     '',
     ...mainTable(steps),
     '',
+    'Many streams against the bare SSE reference: right after each many-streams run, the same ' +
+      'clients (count, ramp, message, client processes) against a minimal Elysia app ' +
+      '(bench/harness/bare-sse-server.ts, its own process, one instance) that answers the same POST ' +
+      "with the same SSE items, one append item per chunk of the local model's reply at the same " +
+      'pace, from a timer per stream, with no database, Redis or turn log. Gaps include the ' +
+      `${options.chunkDelayMs} ms pace itself; server CPU is every server process's, over the append ` +
+      'items the clients received.',
+    '',
+    ...bareSseTable(steps),
+    '',
     'Where the CPU went:',
     '',
-    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+    ...steps.flatMap(({ instances, sendStream, manyStreams, bareSse }) => [
       cpuLine(`${instances} instance(s), send + stream`, sendStream.cpu, report.machine.cores),
       cpuLine(`${instances} instance(s), many streams`, manyStreams.cpu, report.machine.cores),
+      cpuLine(`${instances} instance(s), bare SSE reference`, bareSse.cpu, report.machine.cores),
     ]),
     '',
     'Main threads (event loops): share of the scenario running on a CPU + waiting for one while ' +
       'runnable (from /proc/<pid>/schedstat; a sum near 100 % means the loop never idles):',
     '',
-    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+    ...steps.flatMap(({ instances, sendStream, manyStreams, bareSse }) => [
       waitLine(`${instances} instance(s), send + stream`, sendStream.runQueue),
       waitLine(`${instances} instance(s), many streams`, manyStreams.runQueue),
+      waitLine(`${instances} instance(s), bare SSE reference`, bareSse.runQueue),
     ]),
     '',
     'Event-loop lag of the client processes during many streams (p99 / max ms): ' +
       steps
         .map(
-          ({ instances, manyStreams }) =>
-            `${instances} instance(s): ` +
-            manyStreams.clientLoopLag
-              .map((lag) => `${fixed(lag.p99, 1)} / ${fixed(lag.max)}`)
-              .join(', '),
+          ({ instances, manyStreams, bareSse }) =>
+            `${instances} instance(s): ${lagOf(manyStreams.clientLoopLag)} ` +
+            `(bare SSE reference: ${lagOf(bareSse.clientLoopLag)})`,
         )
         .join('; ') +
       '.',
@@ -227,7 +289,10 @@ export function toScaleMarkdown(report: ScaleReport): string {
     '',
     'From the start of the ramp; "open" is requests in flight at the end of the second.',
     '',
-    ...steps.flatMap(timelineTable),
+    ...steps.flatMap(({ instances, manyStreams, bareSse }) => [
+      ...timelineTable(`${instances} instance(s)`, manyStreams.timeline),
+      ...timelineTable(`Bare SSE reference, beside ${instances} instance(s)`, bareSse.timeline),
+    ]),
   ].join('\n')
 }
 

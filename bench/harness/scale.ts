@@ -2,9 +2,13 @@
 // count asked (default 1, then 2 behind nginx): send + stream (closed loop, no
 // model delay: how many turns a second the deployment admits and runs), then
 // many streams (thousands of clients over a ramp, the local model at a
-// realistic pace). Each on a fresh deployment.
+// realistic pace), then the same many-streams clients against the bare SSE
+// reference (bare-sse-streams.ts), the machine's own figures for that load.
+// Each on a fresh deployment.
 import { randomBytes } from 'node:crypto'
 import type { Backend } from './backend.ts'
+import { type BareSseComparison, compareWithBareSse } from './bare-sse-comparison.ts'
+import { runManyStreamsOnBareSse } from './bare-sse-streams.ts'
 import { meterCluster, startCluster } from './cluster.ts'
 import type { CpuUse } from './cpu.ts'
 import type { BenchOptions } from './options.ts'
@@ -29,6 +33,10 @@ export interface ScaleStep {
   instances: number
   sendStream: ScaleSendStream
   manyStreams: ManyStreamsResult
+  /** The same many-streams clients against the bare SSE reference, one instance. */
+  bareSse: ManyStreamsResult
+  /** manyStreams beside bareSse, with the ratios (service ÷ reference). */
+  versusBareSse: BareSseComparison
 }
 
 /** Unmeasured seconds of send + stream first: a fresh server compiles its hot paths. */
@@ -98,21 +106,35 @@ export async function runScale(
       `many streams on ${where}: ${options.streamClients} clients over ${options.streamRampMs / 1000} s, ` +
         `${options.chunkDelayMs} ms chunks, ${options.clientProcesses} client process(es)`,
     )
-    const manyStreams = await runManyStreams(backend, {
+    const manyStreamsSettings = {
       clients: options.streamClients,
       rampMs: options.streamRampMs,
       chunkDelayMs: options.chunkDelayMs,
       runId: `${runId}-i${instances}`,
-      instances,
       clientProcesses: options.clientProcesses,
       words: options.streamWords,
+    }
+    const manyStreams = await runManyStreams(backend, {
+      ...manyStreamsSettings,
+      instances,
       ...(options.profile ? { profileName: `${backend.label}-many-streams-${instances}i` } : {}),
     })
     say(
       `many streams on ${where} (${manyStreams.routing}): ${manyStreams.completed} / ${manyStreams.clients} complete, ` +
         `peak ${manyStreams.peakOpen} open, gap p99 ${manyStreams.itemGap.p99.toFixed(1)} ms`,
     )
-    steps.push({ instances, sendStream, manyStreams })
+    say(`many streams on the bare SSE reference: the same ${options.streamClients} clients`)
+    const bareSse = await runManyStreamsOnBareSse({
+      ...manyStreamsSettings,
+      runId: `${runId}-i${instances}-bare`,
+    })
+    const versusBareSse = compareWithBareSse(manyStreams, bareSse)
+    say(
+      `many streams on the bare SSE reference: ${bareSse.completed} / ${bareSse.clients} complete, ` +
+        `gap p99 ${bareSse.itemGap.p99.toFixed(1)} ms (service ÷ reference ` +
+        `${versusBareSse.ratio.gapP99?.toFixed(2) ?? 'n/a'}×)`,
+    )
+    steps.push({ instances, sendStream, manyStreams, bareSse, versusBareSse })
   }
   return steps
 }

@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import type { Backend } from './backend.ts'
 import { tail, terminate, track } from './children.ts'
-import { meterCluster, startCluster } from './cluster.ts'
+import { type Cluster, meterCluster, startCluster } from './cluster.ts'
 import type { CpuUse } from './cpu.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
@@ -222,109 +222,123 @@ export async function runManyStreams(
   backend: Backend,
   settings: ManyStreamsSettings,
 ): Promise<ManyStreamsResult> {
-  const instances = settings.instances ?? 1
-  const clientProcesses = settings.clientProcesses ?? 1
-  const words = settings.words ?? 0
   const cluster = await startCluster(
     backend,
-    instances,
+    settings.instances ?? 1,
     settings.chunkDelayMs,
     settings.profileName,
   )
   try {
-    // A fresh process compiles its hot paths on first use: a few sends to
-    // each instance first, so the crowd measures the steady state.
-    await Promise.all(
-      cluster.servers.flatMap((server) =>
-        Array.from({ length: WARM_UP_SENDS }, (_, index) =>
-          sendAndStream({
-            baseUrl: server.url,
-            userId: `${settings.runId}-warm-${index}`,
-            text: 'Warming up.',
-            timeoutMs: 30_000,
-          }),
-        ),
-      ),
-    )
-    const memory = cluster.servers.map((server) => ({
-      before: readRss(server.pid),
-      sampler: sampleRss(server.pid, 100),
-    }))
-    const { cpu, waits, redis, pools } = await meterCluster(cluster, backend, 'harness')
-    try {
-      const startAtMs = wallClockMs() + CLIENT_START_MS
-      const run = await runClients(
-        {
-          baseUrls: cluster.targets,
-          runId: settings.runId,
-          clients: settings.clients,
-          rampMs: settings.rampMs,
-          startAtMs,
-          timeoutMs: STREAM_TIMEOUT_MS,
-          words,
-        },
-        clientProcesses,
-      )
-      const usage = cpu.stop()
-      const waited = waits.stop()
-      const redisDelta = await redis?.stop()
-      const poolActivity = await pools?.stop()
-      const servers = memory.map(({ before, sampler }) => ({
-        rssBeforeBytes: before,
-        rssPeakBytes: sampler.stop().peak,
-      }))
-      const ends = run.results.map((result) => result.startedAtMs + result.durationMs)
-      const durationSec = (Math.max(startAtMs, ...ends) - startAtMs) / 1000
-      const peaks = servers.flatMap((server) =>
-        server.rssPeakBytes === undefined ? [] : [server.rssPeakBytes],
-      )
-      return {
-        ...summarizeStreams(run.results, durationSec),
-        ...concurrency(run.results),
-        clients: settings.clients,
-        chunkDelayMs: settings.chunkDelayMs,
-        rampMs: settings.rampMs,
-        instances,
-        routing: cluster.routing,
-        clientProcesses,
-        words,
-        rssBeforeBytes: servers[0]?.rssBeforeBytes,
-        rssPeakBytes: peaks.length > 0 ? Math.max(...peaks) : undefined,
-        servers,
-        clientLoopLag: run.loopLag,
-        cpu: {
-          ...usage,
-          uses: [
-            ...usage.uses,
-            ...run.cpuSeconds.map((seconds, index) => ({
-              name: `client process ${index + 1}`,
-              seconds,
-              cores: usage.wallSec > 0 ? seconds / usage.wallSec : 0,
-            })),
-          ],
-        },
-        runQueue: [
-          ...waited.uses,
-          ...run.mainThread.flatMap((main, index) =>
-            main === undefined
-              ? []
-              : (['running', 'waiting'] as const).map((kind) => ({
-                  name: `client process ${index + 1} ${kind}`,
-                  seconds: main[kind],
-                  cores: waited.wallSec > 0 ? main[kind] / waited.wallSec : 0,
-                })),
-          ),
-        ],
-        redis: redisDelta,
-        pools: poolActivity,
-        timeline: timelineOf(run.results, startAtMs),
-      }
-    } finally {
-      for (const { sampler } of memory) sampler.stop()
-      await redis?.stop()
-      await pools?.stop()
-    }
+    return await measureManyStreams(cluster, backend, settings)
   } finally {
     await cluster.stop()
+  }
+}
+
+/**
+ * The many-streams crowd against a deployment already started (the service's,
+ * or the bare SSE reference wrapped as one, see bare-sse-streams.ts): warm-up
+ * sends, then the clients, with every server's RSS and the meters running.
+ * The caller stops the deployment.
+ */
+export async function measureManyStreams(
+  cluster: Cluster,
+  backend: Backend,
+  settings: ManyStreamsSettings,
+): Promise<ManyStreamsResult> {
+  const instances = cluster.servers.length
+  const clientProcesses = settings.clientProcesses ?? 1
+  const words = settings.words ?? 0
+  // A fresh process compiles its hot paths on first use: a few sends to
+  // each instance first, so the crowd measures the steady state.
+  await Promise.all(
+    cluster.servers.flatMap((server) =>
+      Array.from({ length: WARM_UP_SENDS }, (_, index) =>
+        sendAndStream({
+          baseUrl: server.url,
+          userId: `${settings.runId}-warm-${index}`,
+          text: 'Warming up.',
+          timeoutMs: 30_000,
+        }),
+      ),
+    ),
+  )
+  const memory = cluster.servers.map((server) => ({
+    before: readRss(server.pid),
+    sampler: sampleRss(server.pid, 100),
+  }))
+  const { cpu, waits, redis, pools } = await meterCluster(cluster, backend, 'harness')
+  try {
+    const startAtMs = wallClockMs() + CLIENT_START_MS
+    const run = await runClients(
+      {
+        baseUrls: cluster.targets,
+        runId: settings.runId,
+        clients: settings.clients,
+        rampMs: settings.rampMs,
+        startAtMs,
+        timeoutMs: STREAM_TIMEOUT_MS,
+        words,
+      },
+      clientProcesses,
+    )
+    const usage = cpu.stop()
+    const waited = waits.stop()
+    const redisDelta = await redis?.stop()
+    const poolActivity = await pools?.stop()
+    const servers = memory.map(({ before, sampler }) => ({
+      rssBeforeBytes: before,
+      rssPeakBytes: sampler.stop().peak,
+    }))
+    const ends = run.results.map((result) => result.startedAtMs + result.durationMs)
+    const durationSec = (Math.max(startAtMs, ...ends) - startAtMs) / 1000
+    const peaks = servers.flatMap((server) =>
+      server.rssPeakBytes === undefined ? [] : [server.rssPeakBytes],
+    )
+    return {
+      ...summarizeStreams(run.results, durationSec),
+      ...concurrency(run.results),
+      clients: settings.clients,
+      chunkDelayMs: settings.chunkDelayMs,
+      rampMs: settings.rampMs,
+      instances,
+      routing: cluster.routing,
+      clientProcesses,
+      words,
+      rssBeforeBytes: servers[0]?.rssBeforeBytes,
+      rssPeakBytes: peaks.length > 0 ? Math.max(...peaks) : undefined,
+      servers,
+      clientLoopLag: run.loopLag,
+      cpu: {
+        ...usage,
+        uses: [
+          ...usage.uses,
+          ...run.cpuSeconds.map((seconds, index) => ({
+            name: `client process ${index + 1}`,
+            seconds,
+            cores: usage.wallSec > 0 ? seconds / usage.wallSec : 0,
+          })),
+        ],
+      },
+      runQueue: [
+        ...waited.uses,
+        ...run.mainThread.flatMap((main, index) =>
+          main === undefined
+            ? []
+            : (['running', 'waiting'] as const).map((kind) => ({
+                name: `client process ${index + 1} ${kind}`,
+                seconds: main[kind],
+                cores: waited.wallSec > 0 ? main[kind] / waited.wallSec : 0,
+              })),
+        ),
+      ],
+      redis: redisDelta,
+      pools: poolActivity,
+      timeline: timelineOf(run.results, startAtMs),
+    }
+  } finally {
+    for (const { sampler } of memory) sampler.stop()
+    await redis?.stop()
+    await pools?.stop()
   }
 }
