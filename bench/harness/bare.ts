@@ -1,7 +1,8 @@
-// Starts the bare reference servers as child processes, like the service, so
-// both pay the same process and HTTP costs: the bare route of the request
-// scenarios (bare-server.ts) and the bare SSE server of the many-streams
-// scenario (bare-sse-server.ts). Each prints its port when it listens.
+// Starts the reference servers as child processes, like the service, so both
+// pay the same process and HTTP costs: the bare route of the request scenarios
+// (bare-server.ts), the bare SSE server of the many-streams scenario
+// (bare-sse-server.ts) and, through startReference, the stack reference of the
+// sends (bare-sends.ts). Each prints its port when it listens.
 import { join } from 'node:path'
 import { terminate, track } from './children.ts'
 import { withFileLimit } from './server.ts'
@@ -17,10 +18,15 @@ export interface BareServer extends ReferenceServer {
   pathFor(bytes: number): string
 }
 
-/** Runs `file` (beside this one) with `args`, with room for thousands of sockets; waits for its port. */
-async function startReference(file: string, args: string[] = []): Promise<ReferenceServer> {
+/** Runs `script` (in this directory) with `args` and `env`, with room for thousands of sockets; waits for its port. */
+export async function startReference(
+  script: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ReferenceServer> {
   const child = track(
-    Bun.spawn(withFileLimit([process.execPath, 'run', join(import.meta.dir, file), ...args]), {
+    Bun.spawn(withFileLimit([process.execPath, 'run', join(import.meta.dir, script), ...args]), {
+      env: { ...process.env, ...env },
       stdin: 'ignore',
       stdout: 'pipe',
       stderr: 'inherit',
@@ -30,7 +36,7 @@ async function startReference(file: string, args: string[] = []): Promise<Refere
   const port = Number(new TextDecoder().decode(value).trim())
   if (!Number.isInteger(port) || port <= 0) {
     await terminate(child, 2_000)
-    throw new Error(`the reference server ${file} did not start`)
+    throw new Error(`the reference server ${script} did not start`)
   }
   return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => terminate(child, 5_000) }
 }

@@ -1,11 +1,10 @@
 // The run's chart, an SVG beside the Markdown report, so a regression shows at
 // a glance: on the left each scenario's req/s as a share of its reference (the
-// bare route; pgbench for sends) with the target marked; on the right the
-// latency percentiles at a fixed offered rate, on a log scale, the bare
-// route's beside the service's.
-import type { PgbenchResult } from './pgbench.ts'
+// bare route; pgbench for sends, and the sends' stack reference against both)
+// with the target marked; on the right the latency percentiles at a fixed
+// offered rate, on a log scale, the bare route's beside the service's.
 import type { RequestResult } from './requests.ts'
-import type { StreamSummary } from './stream-summary.ts'
+import type { SendRatios } from './sends.ts'
 import { TARGETS } from './targets.ts'
 
 const ROW = 34
@@ -43,8 +42,7 @@ interface Row {
 export function chartSvg(
   title: string,
   requests: readonly RequestResult[],
-  sendStream: StreamSummary,
-  pgbench: PgbenchResult | undefined,
+  sendRatios: SendRatios | undefined,
 ): string {
   const rows: Row[] = requests.map((result) => ({
     label: result.name,
@@ -58,18 +56,26 @@ export function chartSvg(
     },
     bare: { p50: result.openLoop.bare.latency.p50, p99: result.openLoop.bare.latency.p99 },
   }))
-  rows.push({
-    label: 'sends ÷ pgbench',
-    ratio: pgbench ? sendStream.streamsPerSec / pgbench.turnsPerSec : undefined,
-    target: TARGETS.minShareOfPgbench,
-  })
+  rows.push(
+    {
+      label: 'sends ÷ pgbench',
+      ratio: sendRatios?.serviceOfPgbench,
+      target: TARGETS.minShareOfPgbench,
+    },
+    { label: 'stack ref ÷ pgbench', ratio: sendRatios?.referenceOfPgbench, target: undefined },
+    { label: 'sends ÷ stack ref', ratio: sendRatios?.serviceOfReference, target: undefined },
+  )
   const height = TOP + rows.length * ROW + 40
   const width = RIGHT_X + LAT_WIDTH + 110
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
     text(10, 20, title, 'font-size="14" font-weight="bold"'),
-    text(LEFT_LABEL, 42, 'req/s ÷ reference (bare route; pgbench for sends), saturation'),
+    text(
+      LEFT_LABEL,
+      42,
+      'req/s ÷ reference (bare route; pgbench, stack ref for sends), saturation',
+    ),
     text(RIGHT_X, 42, 'latency at a fixed offered rate, ms (log): ● p50 ◆ p95 ■ p99, ○ □ bare'),
   ]
   // Ratio axis: 0 to 1.25.

@@ -98,7 +98,8 @@ export function parseOptions(args: string[]): BenchOptions {
       // longest streams, with room for the queue a busy machine builds.
       60 + (instances ?? [1, 2]).length * (55 + durationSec + (2 * streamRampMs) / 1000)
     : // Five request scenarios of two saturated and two open-loop runs each, plus
-      // the sends, pgbench and many streams; a longer --duration gets a bound that fits it.
+      // the sends, their stack reference, pgbench and many streams; a longer
+      // --duration gets a bound that fits it.
       duration === undefined
       ? short
         ? 150

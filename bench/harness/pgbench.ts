@@ -16,7 +16,8 @@ export const PGBENCH = Bun.which('pgbench')
 
 const UUID_TEXT = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 const UUID = new RegExp(`^${UUID_TEXT}$`, 'i')
-const UUID_INSIDE = new RegExp(UUID_TEXT, 'gi')
+/** Every UUID in a text: the ids a replayed turn gets fresh (here and in turn-replay.ts). */
+export const UUID_INSIDE = new RegExp(UUID_TEXT, 'gi')
 
 export interface PgbenchResult {
   clients: number

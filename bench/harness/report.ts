@@ -3,12 +3,14 @@
 // bench/results/ under the run's date and commit.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { POSTGRES_POOL_SIZE } from '../../src/storage/postgres.ts'
 import { chartSvg } from './chart.ts'
 import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import type { PgbenchResult } from './pgbench.ts'
 import type { RequestResult } from './requests.ts'
 import { resultName } from './result-name.ts'
+import type { SendRatios, SendRound } from './sends.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import type { ManyStreamsResult } from './streaming.ts'
 import type { TargetCheck } from './targets.ts'
@@ -26,12 +28,16 @@ export interface BenchReport {
   options: BenchOptions
   requests: RequestResult[]
   sendStream: StreamSummary
+  /** The same sends to the stack reference: bare Bun + postgres.js running the same statements (real Postgres only). */
+  sendReference: StreamSummary | undefined
   /** pgbench running the statements of one send (real Postgres only). */
   pgbench: PgbenchResult | undefined
   /** Why there is no pgbench figure, when there is none. */
   pgbenchSkipped: string | undefined
-  /** Alternating rounds of sends and pgbench; the median share's round is the one reported. */
-  sendRounds: { turnsPerSec: number; pgbenchTurnsPerSec: number }[]
+  /** Alternating rounds of sends, stack reference and pgbench; the median service ÷ pgbench round is the one reported. */
+  sendRounds: SendRound[]
+  /** The reported round's service ÷ pgbench, reference ÷ pgbench and service ÷ reference. */
+  sendRatios: SendRatios | undefined
   manyStreams: ManyStreamsResult
   targets: TargetCheck[]
   /** Wrong answers; any makes the run exit non-zero. */
@@ -87,6 +93,20 @@ function sendStreamTable(summary: StreamSummary, pgbench: PgbenchResult | undefi
   ]
 }
 
+/** Sends against both ceilings: the stack reference and pgbench, same statements a turn. */
+function sendCeilingTable(report: BenchReport): string[] {
+  const { sendStream, sendReference: reference, pgbench, sendRatios: ratios } = report
+  if (!reference || !pgbench || !ratios) return []
+  const percent = (ratio: number) => `${fixed(ratio * 100, 0)} %`
+  return [
+    '| turns/s of | turns/s | ÷ pgbench | service ÷ it |',
+    '|---|--:|--:|--:|',
+    `| service (send + stream) | ${fixed(sendStream.streamsPerSec, 1)} | **${percent(ratios.serviceOfPgbench)}** | 1.00 |`,
+    `| stack reference (Bun.serve + postgres.js) | ${fixed(reference.streamsPerSec, 1)} | **${percent(ratios.referenceOfPgbench)}** | **${fixed(ratios.serviceOfReference)}** |`,
+    `| pgbench | ${fixed(pgbench.turnsPerSec, 1)} | 100 % | ${fixed(ratios.serviceOfPgbench)} |`,
+  ]
+}
+
 function manyStreamsTable(result: ManyStreamsResult): string[] {
   const { timeToFirstItem: first, itemGap: gap } = result
   return [
@@ -134,11 +154,14 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     `Send + stream: ${options.streamConcurrency} clients in a closed loop, one new conversation per send, ` +
       'local model without chunk delay; pgbench: the statements of one such send captured from the service' +
       `${pgbench ? ` (${pgbench.statementsPerTurn} a turn, prepared)` : ''}, ${options.streamConcurrency} clients; ` +
-      `alternating rounds, the median share shown${report.sendRounds.length > 0 ? ` (rounds: ${report.sendRounds.map((round) => `${round.turnsPerSec.toFixed(0)} / ${round.pgbenchTurnsPerSec.toFixed(0)}`).join(', ')} turns/s)` : ''}.` +
-      `${report.pgbenchSkipped ? ` No pgbench: ${report.pgbenchSkipped}.` : ''}`,
+      'stack reference: a bare Bun.serve + postgres.js server (bare-sends-server.ts) running those statements per request ' +
+      `(prepared, pool of ${POSTGRES_POOL_SIZE} as the service's) and answering the captured reply whole, driven by the same clients; ` +
+      `alternating rounds, the median service ÷ pgbench shown${report.sendRounds.length > 0 ? ` (rounds, service / reference / pgbench: ${report.sendRounds.map((round) => `${round.turnsPerSec.toFixed(0)} / ${round.referenceTurnsPerSec.toFixed(0)} / ${round.pgbenchTurnsPerSec.toFixed(0)}`).join(', ')} turns/s)` : ''}.` +
+      `${report.pgbenchSkipped ? ` No pgbench or stack reference: ${report.pgbenchSkipped}.` : ''}`,
     '',
     ...sendStreamTable(report.sendStream, pgbench),
     '',
+    ...(report.sendRatios ? [...sendCeilingTable(report), ''] : []),
     `Many streams: ${report.manyStreams.clients} clients started over ${options.streamRampMs} ms, ` +
       `one message each, local model at ${report.manyStreams.chunkDelayMs} ms per chunk, fresh server.`,
     '',
@@ -163,8 +186,7 @@ export function writeReport(report: BenchReport): { json: string; markdown: stri
     chartSvg(
       `${report.backend}, ${report.startedAt}, ${report.commit}`,
       report.requests,
-      report.sendStream,
-      report.pgbench,
+      report.sendRatios,
     ),
   )
   writeFileSync(paths.markdown, toMarkdown(report, `${name}.svg`))

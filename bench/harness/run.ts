@@ -1,7 +1,8 @@
 // `bun run bench`: starts the service on 127.0.0.1 (real Postgres and Redis
 // when DATABASE_URL / REDIS_URL are set, embedded otherwise) and a bare
 // reference route beside it, prepares data through the API, measures every
-// scenario against its reference (the bare route; pgbench for sends), writes
+// scenario against its reference (the bare route; for sends, pgbench and a
+// bare Bun + postgres.js server running the same statements), writes
 // bench/results/ under the date and commit, prints the targets met / missed,
 // and exits non-zero on wrong answers. Bounded by --max-seconds.
 // `--scale` runs only the streaming scenarios, at thousands of streams, on one
@@ -17,7 +18,7 @@ import { measureRequests } from './requests.ts'
 import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
-import { measureSends } from './sends.ts'
+import { measureSends, sendRatios } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
 import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
@@ -26,7 +27,7 @@ const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
 
-/** Request scenarios against the bare route, and send + stream against pgbench, without model delay. */
+/** Request scenarios against the bare route, and send + stream against the stack reference and pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
   say(`starting the server (${backend.label}) and the bare reference route`)
   const server = await startServer({ backend, chunkDelayMs: 0 })
@@ -80,7 +81,7 @@ async function main(): Promise<number> {
   const commit = commitLabel()
   const machine = describeMachine()
   const { requests, sends, runId } = await measureOneServer(options, backend)
-  const { sendStream, pgbench, pgbenchSkipped } = sends
+  const { sendStream, reference: sendReference, pgbench, pgbenchSkipped } = sends
   say(`many streams: ${options.streamClients} clients`)
   const manyStreams = await runManyStreams(backend, {
     clients: options.streamClients,
@@ -100,14 +101,19 @@ async function main(): Promise<number> {
     options,
     requests,
     sendStream,
+    sendReference,
     pgbench,
     pgbenchSkipped,
     sendRounds: sends.rounds,
+    sendRatios: sendRatios(sends),
     manyStreams,
-    targets: targetChecks(requests, sendStream, pgbench),
+    targets: targetChecks(requests, sendStream, pgbench, sendReference),
     failures: [
       ...requests.flatMap((result) => result.failures),
       ...sends.allSends.flatMap(sendStreamFailures),
+      ...sends.allReferenceSends
+        .flatMap(sendStreamFailures)
+        .map((failure) => `stack reference ${failure}`),
       ...manyStreamsFailures(manyStreams),
     ],
   }

@@ -1,9 +1,12 @@
-// The send + stream scenario against its ceiling: with real Postgres and
-// pgbench, ROUNDS alternating rounds of sends (closed loop) and pgbench
-// replaying the statements of one send (captured from the service), so both
-// meet the same noisy minutes; the round with the median share is reported.
+// The send + stream scenario against its ceilings: with real Postgres and
+// pgbench, ROUNDS alternating rounds of sends to the service, the same sends
+// (same closed-loop client, same concurrency) to the stack reference - a bare
+// Bun + postgres.js server running the statements of one send (bare-sends.ts)
+// - and pgbench replaying those statements, so all three meet the same noisy
+// minutes; the round with the median service ÷ pgbench share is reported.
 // Without them (embedded), one run of sends alone.
 import type { Backend } from './backend.ts'
+import { deleteReplayedTurns, startSendsReference } from './bare-sends.ts'
 import type { BenchOptions } from './options.ts'
 import { PGBENCH, type PgbenchResult, runPgbench, unfinishedReplayTurns } from './pgbench.ts'
 import { runSendStream } from './send-stream.ts'
@@ -12,15 +15,40 @@ import { captureTurnStatements } from './turn-statements.ts'
 
 const ROUNDS = 3
 
+export interface SendRound {
+  turnsPerSec: number
+  referenceTurnsPerSec: number
+  pgbenchTurnsPerSec: number
+}
+
 export interface SendsResult {
   /** The reported round's sends (every round's, when there is no ceiling). */
   sendStream: StreamSummary
+  /** The reported round's sends to the stack reference. */
+  reference: StreamSummary | undefined
   pgbench: PgbenchResult | undefined
   pgbenchSkipped: string | undefined
-  /** Every round: turns/s of the sends and of pgbench. */
-  rounds: { turnsPerSec: number; pgbenchTurnsPerSec: number }[]
+  /** Every round: turns/s of the sends, of the stack reference and of pgbench. */
+  rounds: SendRound[]
   /** Every round's sends, for the wrong-answer checks. */
   allSends: StreamSummary[]
+  /** Every round's sends to the stack reference, for the wrong-answer checks. */
+  allReferenceSends: StreamSummary[]
+}
+
+interface Measured {
+  sends: StreamSummary
+  reference: StreamSummary
+  pgbench: PgbenchResult
+}
+
+/** Throws when a replay left replies in progress: it does not replay a send faithfully. */
+async function assertFinished(databaseUrl: string, userId: string, replay: string) {
+  const unfinished = await unfinishedReplayTurns(databaseUrl, userId)
+  if (unfinished > 0)
+    throw new Error(
+      `${replay} left ${unfinished} replies in progress: it does not replay a send faithfully`,
+    )
 }
 
 export async function measureSends(
@@ -30,56 +58,82 @@ export async function measureSends(
   options: BenchOptions,
   say: (line: string) => void,
 ): Promise<SendsResult> {
-  const sends = (durationSec: number) =>
-    runSendStream(serverUrl, runId, { concurrency: options.streamConcurrency, durationSec })
+  const sends = (url: string, durationSec: number) =>
+    runSendStream(url, runId, { concurrency: options.streamConcurrency, durationSec })
   const skipped = !backend.databaseUrl.startsWith('postgres')
     ? 'the database is embedded (PGlite)'
     : !PGBENCH
       ? 'pgbench is not installed'
       : undefined
   if (skipped) {
-    const sendStream = await sends(options.durationSec)
+    const sendStream = await sends(serverUrl, options.durationSec)
     return {
       sendStream,
+      reference: undefined,
       pgbench: undefined,
       pgbenchSkipped: skipped,
       rounds: [],
       allSends: [sendStream],
+      allReferenceSends: [],
     }
   }
-  say('pgbench: capturing the statements of one send')
-  const { steps, userId } = await captureTurnStatements(backend)
+  say('pgbench: capturing the statements of one send; starting the stack reference')
+  const turn = await captureTurnStatements(backend)
   const durationSec = Math.max(2, Math.round(options.durationSec / ROUNDS))
-  const measured: { sends: StreamSummary; pgbench: PgbenchResult }[] = []
-  for (let round = 0; round < ROUNDS; round++) {
-    const sendStream = await sends(durationSec)
-    const pgbench = await runPgbench(backend.databaseUrl, steps, {
-      clients: options.streamConcurrency,
-      durationSec,
-    })
-    measured.push({ sends: sendStream, pgbench })
-    say(
-      `send + stream ${sendStream.streamsPerSec.toFixed(0)} turns/s, pgbench ${pgbench.turnsPerSec.toFixed(0)} ` +
-        `(${pgbench.statementsPerTurn} statements a turn)`,
-    )
+  const measured: Measured[] = []
+  const reference = await startSendsReference(backend.databaseUrl, turn)
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const sendStream = await sends(serverUrl, durationSec)
+      const referenceStream = await sends(reference.url, durationSec)
+      const pgbench = await runPgbench(backend.databaseUrl, turn.steps, {
+        clients: options.streamConcurrency,
+        durationSec,
+      })
+      measured.push({ sends: sendStream, reference: referenceStream, pgbench })
+      say(
+        `send + stream ${sendStream.streamsPerSec.toFixed(0)} turns/s, stack reference ` +
+          `${referenceStream.streamsPerSec.toFixed(0)}, pgbench ${pgbench.turnsPerSec.toFixed(0)} ` +
+          `(${pgbench.statementsPerTurn} statements a turn)`,
+      )
+    }
+    await assertFinished(backend.databaseUrl, turn.userId, 'the pgbench replay')
+    await assertFinished(backend.databaseUrl, reference.userId, 'the stack reference')
+  } finally {
+    await reference.stop()
+    await deleteReplayedTurns(backend.databaseUrl, reference.userId)
   }
-  const unfinished = await unfinishedReplayTurns(backend.databaseUrl, userId)
-  if (unfinished > 0)
-    throw new Error(
-      `the pgbench replay left ${unfinished} replies in progress: its script does not replay a send faithfully`,
-    )
-  const share = (entry: (typeof measured)[number]) =>
-    entry.sends.streamsPerSec / entry.pgbench.turnsPerSec
+  const share = (entry: Measured) => entry.sends.streamsPerSec / entry.pgbench.turnsPerSec
   const sorted = [...measured].sort((a, b) => share(a) - share(b))
-  const middle = sorted[Math.floor(sorted.length / 2)] ?? (measured[0] as (typeof measured)[number])
+  const middle = sorted[Math.floor(sorted.length / 2)] ?? (measured[0] as Measured)
   return {
     sendStream: middle.sends,
+    reference: middle.reference,
     pgbench: middle.pgbench,
     pgbenchSkipped: undefined,
     rounds: measured.map((entry) => ({
       turnsPerSec: entry.sends.streamsPerSec,
+      referenceTurnsPerSec: entry.reference.streamsPerSec,
       pgbenchTurnsPerSec: entry.pgbench.turnsPerSec,
     })),
     allSends: measured.map((entry) => entry.sends),
+    allReferenceSends: measured.map((entry) => entry.reference),
+  }
+}
+
+/** The three comparisons of the reported round (real Postgres with pgbench only). */
+export interface SendRatios {
+  serviceOfPgbench: number
+  referenceOfPgbench: number
+  serviceOfReference: number
+}
+
+export function sendRatios(result: SendsResult): SendRatios | undefined {
+  const { sendStream, reference, pgbench } = result
+  if (!reference || !pgbench) return undefined
+  return {
+    serviceOfPgbench: sendStream.streamsPerSec / pgbench.turnsPerSec,
+    referenceOfPgbench: reference.streamsPerSec / pgbench.turnsPerSec,
+    serviceOfReference: sendStream.streamsPerSec / reference.streamsPerSec,
   }
 }

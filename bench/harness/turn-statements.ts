@@ -3,8 +3,10 @@
 // recording Db, with the state store the benchmarked server uses. It sends two
 // messages to new conversations as one user and keeps the second (the steady
 // state: the user row exists), including what the runner does after [DONE],
-// so the pgbench ceiling (pgbench.ts) replays exactly what a turn costs the
-// database, whatever the turn code does today.
+// so the pgbench ceiling (pgbench.ts) and the stack reference (bare-sends.ts)
+// replay exactly what a turn costs the database, whatever the turn code does
+// today. The second send's SSE reply is kept too: the stack reference answers
+// with it.
 import { randomBytes } from 'node:crypto'
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
@@ -50,6 +52,8 @@ export interface CapturedTurn {
   steps: Step[]
   /** The user of the captured sends, and of every turn pgbench replays. */
   userId: string
+  /** The SSE body the service answered the captured send with, [DONE] included. */
+  reply: string
 }
 
 /** The statements of one send to a new conversation by a user who sent before. */
@@ -90,12 +94,13 @@ export async function captureTurnStatements(backend: Backend): Promise<CapturedT
     if (!body.includes('data: [DONE]'))
       throw new Error(`capturing a turn failed: ${body.slice(0, 300)}`)
     await conversations.whenIdle()
+    return body
   }
   try {
     await send('Streaming benchmark turn 0: please answer with a few words.')
     steps.length = 0
-    await send('Streaming benchmark turn 1: please answer with a few words.')
-    return { steps: [...steps], userId }
+    const reply = await send('Streaming benchmark turn 1: please answer with a few words.')
+    return { steps: [...steps], userId, reply }
   } finally {
     await conversations.close()
     await state.close()
