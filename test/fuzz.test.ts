@@ -36,6 +36,11 @@ function countingWrites(cache: Cache) {
       (key: string, values: readonly string[], max: number, ttl: number) =>
         cache.listPush(key, values, max, ttl),
     ),
+    listPushIfPresent: record(
+      'listPushIfPresent',
+      (key: string, values: readonly string[], max: number, ttl: number) =>
+        cache.listPushIfPresent(key, values, max, ttl),
+    ),
     listReplace: record('listReplace', (key: string, values: readonly string[], ttl: number) =>
       cache.listReplace(key, values, ttl),
     ),

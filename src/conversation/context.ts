@@ -80,16 +80,22 @@ export async function contextForTurn(
 
 /**
  * Adds a stored reply to the list. A list the cache lost stays lost (the next
- * turn rebuilds it from the database) rather than restarting with the reply.
+ * turn rebuilds it from the database) rather than restarting with the reply:
+ * the push happens only onto a list that exists, in one step, so a list
+ * dropped in between (a stop's forgetContext, a flush) cannot come back as
+ * the reply alone, which the next turn would take for its whole context.
  */
 export async function recordReply(
   deps: ContextDeps,
   conversationId: string,
   reply: StoredMessage,
 ): Promise<void> {
-  const key = contextKey(conversationId)
-  if ((await deps.cache.listAll(key)).length === 0) return
-  await deps.cache.listPush(key, [encode(reply)], CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
+  await deps.cache.listPushIfPresent(
+    contextKey(conversationId),
+    [encode(reply)],
+    CONTEXT_LENGTH,
+    CONTEXT_TTL_SECONDS,
+  )
 }
 
 /** Drops the list (a turn finished by someone other than its runner); the next turn rebuilds it. */

@@ -44,6 +44,7 @@ function bind(cache: Cache): Omit<Cache, 'kind'> {
     incr: (key) => cache.incr(key),
     ttl: (key) => cache.ttl(key),
     listPush: (key, values, max, ttl) => cache.listPush(key, values, max, ttl),
+    listPushIfPresent: (key, values, max, ttl) => cache.listPushIfPresent(key, values, max, ttl),
     listReplace: (key, values, ttl) => cache.listReplace(key, values, ttl),
     listAll: (key) => cache.listAll(key),
     flush: () => cache.flush(),

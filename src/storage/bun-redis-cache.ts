@@ -6,12 +6,8 @@
 // delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
 import { RedisClient } from 'bun'
 import type { Cache } from './cache.ts'
-import type { RedisCacheOptions } from './redis-cache.ts'
+import { LIST_PUSH, LIST_PUSH_IF_PRESENT, type RedisCacheOptions } from './redis-cache.ts'
 
-/** RPUSH + LTRIM + EXPIRE as one script that stops at the first error (WRONGTYPE). */
-const LIST_PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])`
 /** DEL + RPUSH + EXPIRE as one step. */
 const LIST_REPLACE = `redis.call('DEL', KEYS[1])
 if #ARGV > 1 then
@@ -53,6 +49,18 @@ export function createBunRedisCache(url: string, options: RedisCacheOptions = {}
         String(ttlSeconds),
         ...values,
       ])
+    },
+    async listPushIfPresent(key, values, maxLength, ttlSeconds) {
+      if (values.length === 0) return false
+      const pushed = await redis.send('EVAL', [
+        LIST_PUSH_IF_PRESENT,
+        '1',
+        k(key),
+        String(maxLength),
+        String(ttlSeconds),
+        ...values,
+      ])
+      return pushed === 1
     },
     async listReplace(key, values, ttlSeconds) {
       await redis.send('EVAL', [LIST_REPLACE, '1', k(key), String(ttlSeconds), ...values])

@@ -25,6 +25,16 @@ export interface Cache {
     maxLength: number,
     ttlSeconds: number,
   ): Promise<void>
+  /**
+   * listPush onto a list that exists, as one atomic step; resolves false, and
+   * changes nothing, when the list is absent (or there is nothing to push).
+   */
+  listPushIfPresent(
+    key: string,
+    values: readonly string[],
+    maxLength: number,
+    ttlSeconds: number,
+  ): Promise<boolean>
   /** Replaces the whole list at key with values and sets the expiry, atomically. */
   listReplace(key: string, values: readonly string[], ttlSeconds: number): Promise<void>
   /** The whole list at key, oldest first; empty when absent. */

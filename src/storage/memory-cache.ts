@@ -74,6 +74,15 @@ export function createMemoryCache(now: () => number = Date.now): Cache {
       const list = [...(listAt(key) ?? []), ...values].slice(-maxLength)
       entries.set(key, { value: list, expiresAt: expiry(ttlSeconds) })
     },
+    async listPushIfPresent(key, values, maxLength, ttlSeconds) {
+      const list = listAt(key)
+      if (list === undefined || values.length === 0) return false
+      entries.set(key, {
+        value: [...list, ...values].slice(-maxLength),
+        expiresAt: expiry(ttlSeconds),
+      })
+      return true
+    },
     async listReplace(key, values, ttlSeconds) {
       if (values.length === 0) entries.delete(key)
       else entries.set(key, { value: [...values], expiresAt: expiry(ttlSeconds) })

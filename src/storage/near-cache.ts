@@ -165,6 +165,8 @@ export function createNearCache(
     ttl: (key) => shared.ttl(key),
     listPush: (key, values, maxLength, ttlSeconds) =>
       writing([key], () => shared.listPush(key, values, maxLength, ttlSeconds)),
+    listPushIfPresent: (key, values, maxLength, ttlSeconds) =>
+      writing([key], () => shared.listPushIfPresent(key, values, maxLength, ttlSeconds)),
     listReplace: (key, values, ttlSeconds) =>
       writing([key], () => shared.listReplace(key, values, ttlSeconds)),
     listAll: (key) => shared.listAll(key),

@@ -8,9 +8,15 @@ import type { Cache } from './cache.ts'
  * RPUSH + LTRIM + EXPIRE as one script: unlike MULTI, it stops at the first
  * error, so a push onto a key of the wrong type changes nothing.
  */
-const LIST_PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+export const LIST_PUSH = `redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 redis.call('EXPIRE', KEYS[1], ARGV[2])`
+
+/** LIST_PUSH onto an existing list only (RPUSHX): 0 when the list is absent. */
+export const LIST_PUSH_IF_PRESENT = `if redis.call('RPUSHX', KEYS[1], unpack(ARGV, 3)) == 0 then return 0 end
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1`
 
 export interface RedisCacheOptions {
   /** Prepended to every key; flush() then deletes only keys with it (tests). */
@@ -53,6 +59,18 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     async listPush(key, values, maxLength, ttlSeconds) {
       if (values.length === 0) return
       await redis.eval(LIST_PUSH, 1, k(key), maxLength, ttlSeconds, ...values)
+    },
+    async listPushIfPresent(key, values, maxLength, ttlSeconds) {
+      if (values.length === 0) return false
+      const pushed = await redis.eval(
+        LIST_PUSH_IF_PRESENT,
+        1,
+        k(key),
+        maxLength,
+        ttlSeconds,
+        ...values,
+      )
+      return pushed === 1
     },
     async listReplace(key, values, ttlSeconds) {
       const tx = redis.multi().del(k(key))

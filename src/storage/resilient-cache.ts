@@ -151,6 +151,11 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
         () => inner.listPush(key, values, maxLength, ttlSeconds),
         () => {},
       ),
+    listPushIfPresent: (key, values, maxLength, ttlSeconds) =>
+      guarded(
+        () => inner.listPushIfPresent(key, values, maxLength, ttlSeconds),
+        () => false,
+      ),
     listReplace: (key, values, ttlSeconds) =>
       guarded(
         () => inner.listReplace(key, values, ttlSeconds),

@@ -141,6 +141,29 @@ for (const backend of cacheBackends()) {
       expect(await cache.listAll(k)).toEqual([])
     })
 
+    test('listPushIfPresent pushes, trims and renews the expiry only on a list that exists', async () => {
+      const absent = key('list')
+      expect(await cache.listPushIfPresent(absent, ['a'], 5, 60)).toBe(false)
+      expect(await cache.ttl(absent)).toBe(-2)
+      expect(await cache.listAll(absent)).toEqual([])
+
+      const k = key('list')
+      await cache.listPush(k, ['a', 'b'], 3, 60)
+      expect(await cache.listPushIfPresent(k, ['c', 'd'], 3, 600)).toBe(true)
+      expect(await cache.listAll(k)).toEqual(['b', 'c', 'd'])
+      expect(await cache.ttl(k)).toBeGreaterThan(60)
+
+      // Nothing to push changes nothing, present or not.
+      expect(await cache.listPushIfPresent(k, [], 3, 1)).toBe(false)
+      expect(await cache.listAll(k)).toEqual(['b', 'c', 'd'])
+      expect(await cache.ttl(k)).toBeGreaterThan(60)
+
+      // A list deleted in between stays deleted.
+      await cache.del(k)
+      expect(await cache.listPushIfPresent(k, ['e'], 3, 60)).toBe(false)
+      expect(await cache.listAll(k)).toEqual([])
+    })
+
     test('listReplace replaces the whole list and sets the expiry; [] deletes it', async () => {
       const k = key('list')
       await cache.listPush(k, ['a', 'b', 'c'], 10, 60)
@@ -179,6 +202,7 @@ for (const backend of cacheBackends()) {
       await expect(cache.incr(list)).rejects.toThrow(/WRONGTYPE/)
       await expect(cache.listAll(str)).rejects.toThrow(/WRONGTYPE/)
       await expect(cache.listPush(str, ['b'], 5, 60)).rejects.toThrow(/WRONGTYPE/)
+      await expect(cache.listPushIfPresent(str, ['b'], 5, 60)).rejects.toThrow(/WRONGTYPE/)
       expect(await cache.get(str)).toBe('v')
       // The failed push changed nothing, not even the expiry.
       expect(await cache.ttl(str)).toBe(-1)

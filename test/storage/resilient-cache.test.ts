@@ -58,6 +58,7 @@ function switchableCache() {
     incr: gate(inner.incr),
     ttl: gate(inner.ttl),
     listPush: gate(inner.listPush),
+    listPushIfPresent: gate(inner.listPushIfPresent),
     listReplace: gate(inner.listReplace),
     listAll: gate(inner.listAll),
     flush: gate(inner.flush),
