@@ -59,9 +59,11 @@ export async function contextForTurn(
 ): Promise<StoredMessage[]> {
   const key = contextKey(conversationId)
   const follows = inputs.length > 0 ? inputs[0]?.parentId : answered
+  // A turn starting a new tree (first turn, or a send to client-created-root)
+  // follows nothing: its context is its inputs, with no read of the list or the database.
+  if (follows === null) return replaceContext(deps, key, inputs.slice(-CONTEXT_LENGTH))
   const cached = (await deps.cache.listAll(key)).map(decode)
   const isThisBranch =
-    follows !== null &&
     follows !== undefined &&
     cached.at(-1)?.id === follows &&
     cached.every((message) => message !== undefined)
@@ -69,13 +71,21 @@ export async function contextForTurn(
     await deps.cache.listPush(key, inputs.map(encode), CONTEXT_LENGTH, CONTEXT_TTL_SECONDS)
     return [...(cached as StoredMessage[]), ...inputs].slice(-CONTEXT_LENGTH)
   }
-  // A turn starting a new tree (first turn, or a send to client-created-root) needs no query.
-  const rebuilt =
-    follows === null
-      ? inputs.slice(-CONTEXT_LENGTH)
-      : await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH)
-  await deps.cache.listReplace(key, rebuilt.map(encode), CONTEXT_TTL_SECONDS)
-  return rebuilt
+  return replaceContext(
+    deps,
+    key,
+    await branchTo(deps.db, conversationId, answered, CONTEXT_LENGTH),
+  )
+}
+
+/** Makes the list exactly `context`, which it resolves with. */
+async function replaceContext(
+  deps: ContextDeps,
+  key: string,
+  context: StoredMessage[],
+): Promise<StoredMessage[]> {
+  await deps.cache.listReplace(key, context.map(encode), CONTEXT_TTL_SECONDS)
+  return context
 }
 
 /**

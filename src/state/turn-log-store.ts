@@ -50,8 +50,8 @@ export interface TurnLogStore {
    * Appends items at the end of the log, in order, as written by the holder of
    * `fence`. Resolves once the items are stored (durably, for a durable
    * adapter) and visible to readers; items are never visible before that.
-   * Appends to one log from one writer are applied in call order even when
-   * not awaited. Rejects with TurnLogFencedError when the log's fence is
+   * Appends and the finish of one log from one writer are applied in call
+   * order even when not awaited. Rejects with TurnLogFencedError when the log's fence is
    * higher than `fence`, TurnLogMissingError when the log does not exist, and
    * throws on a finished log.
    */

@@ -1,9 +1,10 @@
-// The context list's bookkeeping after a turn (context.ts recordReply), over
-// every cache adapter: a stored reply joins a list that exists, and a list
-// that is gone stays gone, even when it goes while the reply is being recorded.
+// The context list's bookkeeping (context.ts), over every cache adapter: a
+// turn starting a new tree takes its inputs without reading anything; a
+// stored reply joins a list that exists, and a list that is gone stays gone,
+// even when it goes while the reply is being recorded.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { CONTEXT_LENGTH, contextKey } from '../../src/conversation/cache-keys.ts'
-import { recordReply } from '../../src/conversation/context.ts'
+import { contextForTurn, recordReply } from '../../src/conversation/context.ts'
 import type { StoredMessage } from '../../src/conversation/messages.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
@@ -84,5 +85,30 @@ for (const backend of cacheBackends())
       }
       await recordReply({ ...deps(), cache: racing }, conversationId, reply('r1'))
       expect(await cache.listAll(key)).toEqual([])
+    })
+
+    test('a turn starting a new tree takes its inputs as the list, reading neither the list nor the database', async () => {
+      const conversationId = crypto.randomUUID()
+      const key = contextKey(conversationId)
+      await cache.listReplace(key, [JSON.stringify({ id: 'stale', role: 'user' })], 600)
+      const unread: Cache = {
+        ...cache,
+        kind: cache.kind,
+        listAll: async () => {
+          throw new Error('the list was read')
+        },
+      }
+      const first: StoredMessage = {
+        id: 'u1',
+        role: 'user',
+        content: { content_type: 'text', parts: ['hello'] },
+        createTime: 1_700_000_000,
+        parentId: null,
+      }
+      const context = await contextForTurn({ ...deps(), cache: unread }, conversationId, 'u1', [
+        first,
+      ])
+      expect(context.map((message) => message.id)).toEqual(['u1'])
+      expect(await idsIn(cache, key)).toEqual(['u1'])
     })
   })

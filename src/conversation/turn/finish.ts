@@ -106,8 +106,11 @@ export async function finishTurn(
     doneItem(),
   ]
   try {
-    await deps.logs.append(turn.messageId, items.map(frameOf), token)
-    await deps.logs.finish(turn.messageId, token)
+    // Applied in call order (TurnLogStore), so both leave in one batch.
+    await Promise.all([
+      deps.logs.append(turn.messageId, items.map(frameOf), token),
+      deps.logs.finish(turn.messageId, token),
+    ])
   } catch (cause) {
     if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
   }
