@@ -51,9 +51,9 @@ export interface TurnLogStore {
    * `fence`. Resolves once the items are stored (durably, for a durable
    * adapter) and visible to readers; items are never visible before that.
    * Appends and the finish of one log from one writer are applied in call
-   * order even when not awaited. Rejects with TurnLogFencedError when the log's fence is
-   * higher than `fence`, TurnLogMissingError when the log does not exist, and
-   * throws on a finished log.
+   * order even when not awaited. Rejects with TurnLogFencedError when the
+   * log's fence is higher than `fence`, TurnLogMissingError when the log does
+   * not exist, and throws on a finished log.
    */
   append(messageId: string, items: readonly string[], fence: number): Promise<void>
 
