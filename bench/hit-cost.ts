@@ -36,17 +36,10 @@ import { requestLog } from '../src/observability/request-log.ts'
 import { opsRoutes } from '../src/ops-routes.ts'
 import { rateLimitPlugin } from '../src/rate-limit/rate-limit-plugin.ts'
 import { responseHeaders } from '../src/response-headers.ts'
+import { wholeNumberFlag } from './cli-flags.ts'
 
-function flag(name: string, fallback: number, max: number): number {
-  const raw = process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1]
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!Number.isInteger(value) || value < 1 || value > max)
-    throw new Error(`--${name} must be a whole number from 1 to ${max}`)
-  return value
-}
-
-const requests = flag('requests', 10_000, 200_000)
-const rounds = flag('rounds', 7, 50)
+const requests = wholeNumberFlag('requests', 10_000, { min: 1, max: 200_000 })
+const rounds = wholeNumberFlag('rounds', 7, { min: 1, max: 50 })
 for (const name of ['DATABASE_URL', 'REDIS_URL']) {
   const url = process.env[name]
   if (url && !['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname))

@@ -25,19 +25,12 @@ import type { Db, Queryable, Row } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
 import { createRedisCache } from '../src/storage/redis-cache.ts'
+import { wholeNumberFlag } from './cli-flags.ts'
 
-function flag(name: string, fallback: number): number {
-  const raw = process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1]
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!Number.isInteger(value) || value < 0 || value > 100_000)
-    throw new Error(`--${name} must be a whole number from 0 to 100000`)
-  return value
-}
-
-const turns = flag('turns', 600)
-const concurrency = Math.max(1, flag('concurrency', 200))
-const chunkDelayMs = flag('chunk-delay', 20)
-const words = Math.max(1, flag('words', 48))
+const turns = wholeNumberFlag('turns', 600, { min: 0, max: 100_000 })
+const concurrency = Math.max(1, wholeNumberFlag('concurrency', 200, { min: 0, max: 100_000 }))
+const chunkDelayMs = wholeNumberFlag('chunk-delay', 20, { min: 0, max: 100_000 })
+const words = Math.max(1, wholeNumberFlag('words', 48, { min: 0, max: 100_000 }))
 const databaseUrl = process.env.DATABASE_URL
 const databaseHost = databaseUrl ? new URL(databaseUrl).hostname : ''
 if (!databaseUrl || !['127.0.0.1', 'localhost', '[::1]'].includes(databaseHost))

@@ -10,18 +10,11 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
+import { wholeNumberFlag } from './cli-flags.ts'
 
-function flag(name: string, fallback: number): number {
-  const raw = process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1]
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!Number.isInteger(value) || value < 1 || value > 100_000)
-    throw new Error(`--${name} must be a whole number from 1 to 100000`)
-  return value
-}
-
-const logs = flag('logs', 500)
-const itemsPerLog = flag('items', 60)
-const rounds = flag('rounds', 3)
+const logs = wholeNumberFlag('logs', 500, { min: 1, max: 100_000 })
+const itemsPerLog = wholeNumberFlag('items', 60, { min: 1, max: 100_000 })
+const rounds = wholeNumberFlag('rounds', 3, { min: 1, max: 100_000 })
 const item = 'data: {"v": " word"}\n\n'
 
 async function freePort(): Promise<number> {

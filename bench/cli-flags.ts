@@ -1,0 +1,17 @@
+// The one reader of `--name=N` whole-number flags for the bench tools that
+// take no other options (turn-cost, turn-log-cost, hit-cost); the harness
+// (harness/options.ts) parses its richer set itself.
+
+/** `--name=N` from argv, else `fallback`; throws unless it is a whole number from min to max. */
+export function wholeNumberFlag(
+  name: string,
+  fallback: number,
+  { min, max }: { min: number; max: number },
+  argv: readonly string[] = process.argv,
+): number {
+  const raw = argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3)
+  const value = raw === undefined ? fallback : Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new Error(`--${name} must be a whole number from ${min} to ${max}`)
+  return value
+}
