@@ -44,6 +44,20 @@ export const firstTokenMarkerItem = (conversationId: string, messageId: string):
 export const appendItem = (chunk: string): StreamItem =>
   delta({ p: '', o: 'patch', v: [{ p: '/message/content/parts/0', o: 'append', v: chunk }] })
 
+// The append item's frame around its chunk, cut once from a frame built by
+// appendItem itself, so the two cannot drift apart.
+const APPEND_MARK = '\u0000'
+const [appendHead = '', appendTail = ''] = frameOf(appendItem(APPEND_MARK)).split(
+  JSON.stringify(APPEND_MARK),
+)
+
+/**
+ * frameOf(appendItem(chunk)), byte for byte, without building and serializing
+ * the item's objects: a reply streams one of these per chunk.
+ */
+export const appendFrame = (chunk: string): string =>
+  appendHead + JSON.stringify(chunk) + appendTail
+
 /**
  * How a reply ended: `stop` (the model finished), `interrupted` (stopped by a
  * user or a shutdown: a finished reply, CONTRACT §12) or `error` (the model

@@ -62,37 +62,43 @@ export class LocalTurnLog {
    */
   async *follow(next: number, signal?: AbortSignal): AsyncGenerator<string, number | undefined> {
     if (next < this.base) throw new Error('LocalTurnLog: offset before the first item')
-    while (!signal?.aborted) {
-      if (this.current === 'ended') return undefined
-      while (next < this.end) {
-        yield this.items[next++ - this.base] as string
-        // Checked again after each yield: the log may have changed meanwhile.
-        if (signal?.aborted || this.isEnded()) return undefined
+    // One abort listener for the whole follow, not one per wait: a reader waits once per item.
+    let waiting: (() => void) | undefined
+    const onAbort = () => waiting?.()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      while (!signal?.aborted) {
+        if (this.current === 'ended') return undefined
+        while (next < this.end) {
+          yield this.items[next++ - this.base] as string
+          // Checked again after each yield: the log may have changed meanwhile.
+          if (signal?.aborted || this.isEnded()) return undefined
+        }
+        if (this.current === 'finished') return undefined
+        if (this.current === 'detached') return next
+        await new Promise<void>((resolve) => {
+          waiting = () => {
+            this.waiters.delete(resolve)
+            resolve()
+          }
+          this.waiters.add(resolve)
+        })
       }
-      if (this.current === 'finished') return undefined
-      if (this.current === 'detached') return next
-      await this.nextChange(signal)
+      return undefined
+    } finally {
+      waiting = undefined
+      signal?.removeEventListener('abort', onAbort)
     }
-    return undefined
   }
 
   private isEnded(): boolean {
     return this.current === 'ended'
   }
 
-  private nextChange(signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        this.waiters.delete(wake)
-        signal?.removeEventListener('abort', wake)
-        resolve()
-      }
-      this.waiters.add(wake)
-      signal?.addEventListener('abort', wake)
-    })
-  }
-
+  /** Wakes every waiting reader; each one waits again for the next change if it wants more. */
   private wakeAll(): void {
-    for (const wake of [...this.waiters]) wake()
+    const waiters = [...this.waiters]
+    this.waiters.clear()
+    for (const wake of waiters) wake()
   }
 }

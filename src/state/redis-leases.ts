@@ -7,14 +7,14 @@
 // out as one script call. Tokens come from the Redis
 // clock in microseconds, bumped past one `fence:last` key, so they increase
 // across conversations, instances, and a wiped or restarted store.
-import { createHash } from 'node:crypto'
 import type Redis from 'ioredis'
+import { redisScript } from '../storage/redis-script.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 
 // Redis >= 5 replicates script effects, not scripts, so TIME followed by a
 // write is allowed without redis.replicate_commands() (a no-op on Redis 7).
 // string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
-const ACQUIRE = `if redis.call('EXISTS', KEYS[1]) == 1 then
+const ACQUIRE = redisScript(`if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('SET', KEYS[3], 1, 'PX', ARGV[1])
   return false
 end
@@ -26,10 +26,10 @@ if token <= last then token = last + 1 end
 local text = string.format('%d', token)
 redis.call('SET', KEYS[2], text)
 redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
-return token`
+return token`)
 
 // Renews any number of leases: KEYS the lease keys, ARGV the ttl then each key's token.
-const RENEW = `local held = {}
+const RENEW = redisScript(`local held = {}
 for i = 1, #KEYS do
   if redis.call('GET', KEYS[i]) == ARGV[i + 1] then
     held[i] = redis.call('PEXPIRE', KEYS[i], ARGV[1])
@@ -37,7 +37,7 @@ for i = 1, #KEYS do
     held[i] = 0
   end
 end
-return held`
+return held`)
 
 /** Leases renewed in one script call at most (a bigger tick's renewals take several). */
 const MAX_RENEWALS_PER_CALL = 1_000
@@ -49,30 +49,17 @@ interface Renewal {
   reject: (error: unknown) => void
 }
 
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+const RELEASE = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return redis.call('DEL', KEYS[2])
 end
-return 0`
+return 0`)
 
 export interface RedisLeasesOptions {
   /** A client connected to the state database; it stays the caller's to close. */
   redis: Redis
   /** Prepended to every key (`lease:<conversation>`, `fence:last`); tests use a random one. */
   keyPrefix?: string
-}
-
-/** Runs a script by its SHA1, loading it on the first NOSCRIPT (what defineCommand does). */
-function scriptRunner(redis: Redis, script: string) {
-  const sha = createHash('sha1').update(script).digest('hex')
-  return async (keys: string[], args: (string | number)[]): Promise<unknown> => {
-    try {
-      return await redis.evalsha(sha, keys.length, ...keys, ...args)
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-      return await redis.eval(script, keys.length, ...keys, ...args)
-    }
-  }
 }
 
 function checkTtl(ttlMs: number) {
@@ -86,15 +73,13 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   const prefix = options.keyPrefix ?? ''
   const fenceKey = `${prefix}fence:last`
   const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
-  const acquire = scriptRunner(redis, ACQUIRE)
-  const renewMany = scriptRunner(redis, RENEW)
-  const release = scriptRunner(redis, RELEASE)
   /** Renewals of this tick, by ttl. */
   let queued = new Map<number, Renewal[]>()
 
   async function renewTogether(ttlMs: number, renewals: Renewal[]): Promise<void> {
     try {
-      const held = await renewMany(
+      const held = await RENEW.run(
+        redis,
         renewals.map((renewal) => renewal.key),
         [ttlMs, ...renewals.map((renewal) => renewal.token)],
       )
@@ -117,7 +102,7 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
     async acquire(conversationId, ttlMs) {
       checkTtl(ttlMs)
       const key = leaseKey(conversationId)
-      const token = await acquire([key, fenceKey, `${key}:wanted`], [ttlMs])
+      const token = await ACQUIRE.run(redis, [key, fenceKey, `${key}:wanted`], [ttlMs])
       if (token === null) return undefined
       if (typeof token !== 'number' || !Number.isSafeInteger(token))
         throw new RangeError(`fencing token ${String(token)} is not an integer below 2^53`)
@@ -139,7 +124,7 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
     },
     async release(lease) {
       const key = leaseKey(lease.conversationId)
-      return (await release([key, `${key}:wanted`], [String(lease.token)])) === 1
+      return (await RELEASE.run(redis, [key, `${key}:wanted`], [String(lease.token)])) === 1
     },
     async isHeld(conversationId) {
       return (await redis.exists(leaseKey(conversationId))) === 1

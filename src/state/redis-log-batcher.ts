@@ -3,9 +3,11 @@
 // the next batch leaves when the previous one is acknowledged. A batch is one
 // round trip and one script call (WRITE_SCRIPT) for all the logs it touches,
 // not one per log or per item, and the writes of one log stay in call order
-// (one queue, batches in series, writes in queue order inside the script).
+// (one queue, batches in series, a log's writes in queue order inside one
+// script call).
 import type Redis from 'ioredis'
-import { sha1, type TurnLogKeys, turnLogError, WRITE_SCRIPT } from './redis-turn-log-scripts.ts'
+import { isNoScript } from '../storage/redis-script.ts'
+import { type TurnLogKeys, turnLogError, WRITE_SCRIPT } from './redis-turn-log-scripts.ts'
 
 /** What the store learns from an acknowledged batch (to feed its mirrors). */
 export interface BatchHooks {
@@ -38,10 +40,10 @@ const MAX_OPS_PER_BATCH = 10_000
 /**
  * Items per script call (merged appends, and all the writes of one call):
  * keeps the arguments a call spreads, and the time one script holds Redis,
- * small. A bigger batch is split over several calls in one pipeline.
+ * small. A bigger batch is split over several calls in one pipeline, between
+ * logs: the writes of one log in a batch share a call, however many items.
  */
 const MAX_ITEMS_PER_CALL = 1_000
-const WRITE_SHA = sha1(WRITE_SCRIPT)
 
 export class RedisLogBatcher {
   private queue: Op[] = []
@@ -88,35 +90,43 @@ export class RedisLogBatcher {
   }
 
   private async commit(batch: Op[]): Promise<void> {
-    const scripts = splitIntoScripts(coalesce(batch))
-    // Loading the script first costs one tiny command and makes EVALSHA safe
-    // after a restart of Redis, without a NOSCRIPT retry that could reorder writes.
-    const pipeline = this.redis.pipeline().script('LOAD', WRITE_SCRIPT)
+    let scripts = splitIntoScripts(coalesce(batch))
     const now = Date.now()
-    for (const calls of scripts) {
-      const keys: string[] = []
-      const args: (string | number)[] = [now, this.ttl.openMs, this.ttl.retentionMs]
-      for (const { op, items } of calls) {
-        keys.push(op.keys.meta, op.keys.stream)
-        args.push(op.kind === 'append' ? 'a' : 'f', op.fence, items.length)
-        for (const item of items) args.push(item)
+    // The script goes by its SHA1. Calls refused with NOSCRIPT (Redis lost its
+    // scripts: a restart, SCRIPT FLUSH) ran nothing, so they go once more with
+    // the script loaded first; as a log's writes share one call, no write of
+    // theirs can have landed after them meanwhile.
+    for (let attempt = 0; attempt < 2 && scripts.length > 0; attempt++) {
+      const pipeline = this.redis.pipeline()
+      if (attempt > 0) pipeline.script('LOAD', WRITE_SCRIPT.lua)
+      for (const calls of scripts) {
+        const keys: string[] = []
+        const args: (string | number)[] = [now, this.ttl.openMs, this.ttl.retentionMs]
+        for (const { op, items } of calls) {
+          keys.push(op.keys.meta, op.keys.stream)
+          args.push(op.kind === 'append' ? 'a' : 'f', op.fence, items.length)
+          for (const item of items) args.push(item)
+        }
+        pipeline.evalsha(WRITE_SCRIPT.sha, keys.length, ...keys, ...args)
       }
-      pipeline.evalsha(WRITE_SHA, keys.length, ...keys, ...args)
-    }
-    let results: [Error | null, unknown][] | null
-    try {
-      results = await pipeline.exec()
-    } catch (error) {
-      results = null
-      this.failAll(scripts.flat(), error instanceof Error ? error : new Error(String(error)))
-      return
-    }
-    if (!results) return this.failAll(scripts.flat(), new Error('Redis pipeline was aborted'))
-    for (const [index, calls] of scripts.entries()) {
-      const [error, replies] = results[index + 1] ?? [new Error('missing reply'), null]
-      if (error || !Array.isArray(replies))
-        this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
-      else for (const [at, call] of calls.entries()) this.settle(call, replies[at])
+      let results: [Error | null, unknown][] | null
+      try {
+        results = await pipeline.exec()
+      } catch (error) {
+        this.failAll(scripts.flat(), error instanceof Error ? error : new Error(String(error)))
+        return
+      }
+      if (!results) return this.failAll(scripts.flat(), new Error('Redis pipeline was aborted'))
+      const first = attempt > 0 ? 1 : 0
+      const again: Call[][] = []
+      for (const [index, calls] of scripts.entries()) {
+        const [error, replies] = results[first + index] ?? [new Error('missing reply'), null]
+        if (error && isNoScript(error) && attempt === 0) again.push(calls)
+        else if (error || !Array.isArray(replies))
+          this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
+        else for (const [at, call] of calls.entries()) this.settle(call, replies[at])
+      }
+      scripts = again
     }
   }
 
@@ -143,32 +153,43 @@ export class RedisLogBatcher {
 }
 
 /**
- * Calls in order, cut into script calls of at most MAX_ITEMS_PER_CALL items
- * (a finish counts as one; a script holds at least one call).
+ * The calls of each log, in order, packed into script calls of about
+ * MAX_ITEMS_PER_CALL items (a finish counts as one): a log's calls are never
+ * split between script calls, so one call more can exceed it.
  */
-function splitIntoScripts(calls: Call[]): Call[][] {
+function splitIntoScripts(logs: Call[][]): Call[][] {
   const scripts: Call[][] = []
   let current: Call[] = []
   let items = 0
-  for (const call of calls) {
-    const weight = Math.max(1, call.items.length)
+  for (const calls of logs) {
+    let weight = 0
+    for (const call of calls) weight += Math.max(1, call.items.length)
     if (current.length > 0 && items + weight > MAX_ITEMS_PER_CALL) {
       scripts.push(current)
       current = []
       items = 0
     }
-    current.push(call)
+    for (const call of calls) current.push(call)
     items += weight
   }
   if (current.length > 0) scripts.push(current)
   return scripts
 }
 
-function coalesce(batch: Op[]): Call[] {
-  const calls: Call[] = []
-  const lastOfLog = new Map<string, Call>()
+/**
+ * The batch's writes as calls, grouped by log (in the order logs first
+ * appear) and in queue order within each: consecutive appends to one log with
+ * one fence become one call.
+ */
+function coalesce(batch: Op[]): Call[][] {
+  const logs = new Map<string, Call[]>()
   for (const op of batch) {
-    const last = lastOfLog.get(op.messageId)
+    let calls = logs.get(op.messageId)
+    if (!calls) {
+      calls = []
+      logs.set(op.messageId, calls)
+    }
+    const last = calls.at(-1)
     const merge =
       op.kind === 'append' &&
       last?.op.kind === 'append' &&
@@ -179,9 +200,7 @@ function coalesce(batch: Op[]): Call[] {
       last.ops.push(op)
       continue
     }
-    const call: Call = { op, items: [...op.items], ops: [op] }
-    calls.push(call)
-    lastOfLog.set(op.messageId, call)
+    calls.push({ op, items: [...op.items], ops: [op] })
   }
-  return calls
+  return [...logs.values()]
 }

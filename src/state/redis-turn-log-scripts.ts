@@ -16,7 +16,7 @@
 // end entry `${length}-1` with field `e`, which sorts after the last item and
 // before any id an item could take. So reading from offset n is "entries after
 // `${n}-0`" (XREAD id / exclusive XRANGE start), and ids never leave a gap.
-import { createHash } from 'node:crypto'
+import { redisScript } from '../storage/redis-script.ts'
 import { TurnLogFencedError, TurnLogMissingError } from './turn-log-store.ts'
 
 export interface TurnLogKeys {
@@ -56,7 +56,7 @@ const BROKEN = 'TURNLOG_BROKEN'
  * KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs, nowMs, items...
  * Creates the log with its first items, if any (see WRITE_SCRIPT for renewAt).
  */
-export const OPEN_SCRIPT = `
+export const OPEN_SCRIPT = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('${EXISTS}') end
 redis.call('DEL', KEYS[2])
 local openTtl = tonumber(ARGV[3])
@@ -68,7 +68,7 @@ if #ARGV > 4 then
   redis.call('HSET', KEYS[1], 'renewAt', tonumber(ARGV[4]) + math.floor(openTtl / 2))
   redis.call('PEXPIRE', KEYS[2], openTtl)
 end
-return 1`
+return 1`)
 
 /**
  * Writes to any number of logs in one call: the log batcher sends one per
@@ -89,7 +89,7 @@ return 1`
  * all of openTtlMs after its last append. A finish adds the end entry and sets
  * the retention expiry; finishing a finished log changes nothing.
  */
-export const WRITE_SCRIPT = `
+export const WRITE_SCRIPT = redisScript(`
 local now = tonumber(ARGV[1])
 local openTtl = tonumber(ARGV[2])
 local a = 4
@@ -134,14 +134,14 @@ for k = 1, #KEYS, 2 do
   end
   replies[#replies + 1] = reply
 end
-return replies`
+return replies`)
 
 /**
  * KEYS: meta, stream. ARGV: fence, openTtlMs. Raises the fence (an open log's
  * expiry is refreshed). Returns nil when missing, else
  * [conversationId, userId, length, finished].
  */
-export const CLAIM_SCRIPT = `
+export const CLAIM_SCRIPT = redisScript(`
 local m = redis.call('HMGET', KEYS[1], 'fence', 'conversationId', 'userId', 'length', 'finished')
 if not m[1] then return false end
 if tonumber(ARGV[1]) < tonumber(m[1]) then return redis.error_reply('${FENCED}') end
@@ -150,9 +150,7 @@ if m[5] ~= '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-return {m[2], m[3], m[4], m[5]}`
-
-export const sha1 = (script: string) => createHash('sha1').update(script).digest('hex')
+return {m[2], m[3], m[4], m[5]}`)
 
 /** The port's error for a script's error reply or code (other errors pass through). */
 export function turnLogError(error: Error | string, messageId: string): Error {

@@ -74,9 +74,11 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
     async open({ messageId, conversationId, userId }, items = []) {
       assertOpen()
       const { meta, stream } = keys(messageId)
-      await redis
-        .eval(OPEN_SCRIPT, 2, meta, stream, conversationId, userId, openTtlMs, Date.now(), ...items)
-        .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
+      await OPEN_SCRIPT.run(
+        redis,
+        [meta, stream],
+        [conversationId, userId, openTtlMs, Date.now(), ...items],
+      ).catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
       mirrors.opened(messageId, items)
     },
 
@@ -88,9 +90,9 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
     async claim(messageId, fence) {
       assertOpen()
       const { meta, stream } = keys(messageId)
-      const reply = await redis
-        .eval(CLAIM_SCRIPT, 2, meta, stream, fence, openTtlMs)
-        .catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
+      const reply = await CLAIM_SCRIPT.run(redis, [meta, stream], [fence, openTtlMs]).catch(
+        (error: Error) => Promise.reject(turnLogError(error, messageId)),
+      )
       if (!Array.isArray(reply)) return undefined
       const [conversationId, userId, length, finished] = reply.map(String)
       const info: TurnLogInfo = {

@@ -3,6 +3,7 @@
 // resilient-cache.ts sees an outage at once and its end within a second.
 import Redis from 'ioredis'
 import type { Cache } from './cache.ts'
+import { redisScript } from './redis-script.ts'
 
 /**
  * RPUSH + LTRIM + EXPIRE as one script: unlike MULTI, it stops at the first
@@ -36,6 +37,8 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})
   const k = (key: string) => prefix + key
+  const listPush = redisScript(LIST_PUSH)
+  const listPushIfPresent = redisScript(LIST_PUSH_IF_PRESENT)
 
   async function flushPrefixed() {
     let cursor = '0'
@@ -58,17 +61,14 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     ttl: (key) => redis.ttl(k(key)),
     async listPush(key, values, maxLength, ttlSeconds) {
       if (values.length === 0) return
-      await redis.eval(LIST_PUSH, 1, k(key), maxLength, ttlSeconds, ...values)
+      await listPush.run(redis, [k(key)], [maxLength, ttlSeconds, ...values])
     },
     async listPushIfPresent(key, values, maxLength, ttlSeconds) {
       if (values.length === 0) return false
-      const pushed = await redis.eval(
-        LIST_PUSH_IF_PRESENT,
-        1,
-        k(key),
-        maxLength,
-        ttlSeconds,
-        ...values,
+      const pushed = await listPushIfPresent.run(
+        redis,
+        [k(key)],
+        [maxLength, ttlSeconds, ...values],
       )
       return pushed === 1
     },

@@ -3,6 +3,7 @@
 import { expect, test } from 'bun:test'
 import {
   appendedText,
+  appendFrame,
   appendItem,
   completionItem,
   deltaEncodingItem,
@@ -43,6 +44,24 @@ test('the completion patches', () => {
   expect(frameOf(completionItem('error'))).toBe(
     'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_partial_completion"},{"p":"/message/end_turn","o":"replace","v":false},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"error"}}}]}\n\n',
   )
+})
+
+test('an append frame is the append item framed, byte for byte, whatever the chunk holds', () => {
+  expect(appendFrame('Hi ')).toBe(
+    'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/content/parts/0","o":"append","v":"Hi "}]}\n\n',
+  )
+  const hostile = [
+    '',
+    'chunk',
+    '"chunk"',
+    '\\',
+    '\n\ndata: [DONE]\n\n',
+    '\u2028\u0000',
+    '😀',
+    '\ud800',
+    '{"v":1}',
+  ]
+  for (const chunk of hostile) expect(appendFrame(chunk)).toBe(frameOf(appendItem(chunk)))
 })
 
 test('appendedText reads back exactly the appended chunks, ignoring every other item', () => {

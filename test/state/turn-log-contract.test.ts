@@ -524,6 +524,47 @@ for (const backend of turnLogBackends()) {
             ...Array.from({ length: 25 }, (_, index) => `e${index}`),
           ])
       })
+
+      test('after Redis loses its scripts, opens, claims and a whole batch still land, in order', async () => {
+        const client = new Redis(inspect.url)
+        const batched = createRedisTurnLogs({
+          redis: client,
+          keyPrefix: inspect.prefix,
+          retentionMs: RETENTION_MS,
+        })
+        const ids = await Promise.all(Array.from({ length: 20 }, () => logWith(batched, ['x'])))
+        const big = Array.from({ length: 1_100 }, (_, index) => `big${index}`)
+        const pipelines = spyOn(client, 'pipeline')
+        try {
+          await client.script('FLUSH')
+          // One batch: every log's writes, one log with more items than a script call holds.
+          await Promise.all(
+            ids.flatMap((messageId, index) => [
+              batched.append(messageId, ['a'], 0),
+              batched.append(messageId, index === 0 ? big : ['b'], 0),
+              batched.finish(messageId, 0),
+            ]),
+          )
+          // Refused with NOSCRIPT, then sent once more with the script loaded.
+          expect(pipelines).toHaveBeenCalledTimes(2)
+          await client.script('FLUSH')
+          const fresh = identity()
+          await batched.open(fresh, ['first'])
+          expect(await batched.claim(fresh.messageId, 5)).toMatchObject({ length: 1 })
+          await client.script('FLUSH')
+          await expect(batched.append(fresh.messageId, ['late'], 4)).rejects.toBeInstanceOf(
+            TurnLogFencedError,
+          )
+        } finally {
+          pipelines.mockRestore()
+          await batched.close()
+          await client.quit()
+        }
+        expect(await other.readAll(ids[0] ?? '')).toEqual(['x', 'a', ...big])
+        for (const messageId of ids.slice(1))
+          expect(await other.readAll(messageId)).toEqual(['x', 'a', 'b'])
+        expect(await other.info(ids[0] ?? '')).toMatchObject({ finished: true, length: 1_102 })
+      })
     }
   })
 }

@@ -66,17 +66,30 @@ export function splitIntoChunks(text: string): string[] {
   return chunks
 }
 
-/** Resolves after `ms`, or as soon as `signal` aborts (the caller then checks it). */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal?.addEventListener('abort', done, { once: true })
-  })
+/**
+ * Waits between chunks of one stream, cut short when `signal` aborts (the
+ * caller then checks it). One abort listener serves every pause of the stream
+ * rather than one added and removed per chunk: a stream pauses once per item.
+ */
+function pauses(signal: AbortSignal | undefined) {
+  let cutShort: (() => void) | undefined
+  const onAbort = () => cutShort?.()
+  signal?.addEventListener('abort', onAbort, { once: true })
+  return {
+    pause(ms: number): Promise<void> {
+      if (signal?.aborted) return Promise.resolve()
+      return new Promise((resolve) => {
+        const timer = setTimeout(resolve, ms)
+        cutShort = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    },
+    dispose() {
+      signal?.removeEventListener('abort', onAbort)
+    },
+  }
 }
 
 /**
@@ -90,10 +103,15 @@ export function createLocalModel(options: { slug: string; chunkDelayMs: number }
     async *stream(request: ModelRequest): AsyncGenerator<string> {
       const { signal } = request
       const chunks = splitIntoChunks(localReply(request.messages))
-      for (const [index, chunk] of chunks.entries()) {
-        if (index > 0 && options.chunkDelayMs > 0) await pause(options.chunkDelayMs, signal)
-        if (signal?.aborted) throw new ModelError('The reply was cancelled.')
-        yield chunk
+      const waits = options.chunkDelayMs > 0 ? pauses(signal) : undefined
+      try {
+        for (const [index, chunk] of chunks.entries()) {
+          if (index > 0 && waits) await waits.pause(options.chunkDelayMs)
+          if (signal?.aborted) throw new ModelError('The reply was cancelled.')
+          yield chunk
+        }
+      } finally {
+        waits?.dispose()
       }
     },
   }

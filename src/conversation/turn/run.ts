@@ -6,7 +6,7 @@
 // checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import { contextForTurn } from '../context.ts'
-import { appendItem, firstTokenMarkerItem, frameOf } from '../encoding.ts'
+import { appendFrame, firstTokenMarkerItem, frameOf } from '../encoding.ts'
 import { type StoredMessage, textOf } from '../messages.ts'
 import { ModelError } from '../model/provider.ts'
 import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
@@ -128,7 +128,7 @@ async function streamReply(
         await writer.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
       }
       items++
-      await writer.write(frameOf(appendItem(chunk)), () => {
+      await writer.write(appendFrame(chunk), () => {
         text += chunk
       })
     }
