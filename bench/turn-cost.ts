@@ -9,10 +9,14 @@
 //
 //   DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?search_path=bench,public' \
 //     bun run bench/turn-cost.ts [--turns=600] [--concurrency=200] [--chunk-delay=20] [--words=48]
+//       [--state=redis|memory] [--cache=redis|memory]
 //
 // `--concurrency` turns run at once, each a new conversation with a message of
 // `--words` words (the local model answers about 1.2 chunks per word), so one
-// log batch holds items of many logs, as under load.
+// log batch holds items of many logs, as under load. `--state=memory` or
+// `--cache=memory` put the turn state or the cache in this process, to measure
+// by elimination what their Redis round trips cost; two runs with different
+// `--words` split a turn's CPU into a fixed part and a part per item.
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import Redis from 'ioredis'
@@ -20,17 +24,20 @@ import { createApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { createConversationService } from '../src/conversation/service.ts'
 import { openModel } from '../src/dependencies.ts'
-import { openRedisState } from '../src/state/state.ts'
+import { createMemoryState, openRedisState } from '../src/state/state.ts'
 import type { Db, Queryable, Row } from '../src/storage/db.ts'
+import { createMemoryCache } from '../src/storage/memory-cache.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
 import { createRedisCache } from '../src/storage/redis-cache.ts'
-import { wholeNumberFlag } from './cli-flags.ts'
+import { choiceFlag, wholeNumberFlag } from './cli-flags.ts'
 
 const turns = wholeNumberFlag('turns', 600, { min: 0, max: 100_000 })
 const concurrency = Math.max(1, wholeNumberFlag('concurrency', 200, { min: 0, max: 100_000 }))
 const chunkDelayMs = wholeNumberFlag('chunk-delay', 20, { min: 0, max: 100_000 })
 const words = Math.max(1, wholeNumberFlag('words', 48, { min: 0, max: 100_000 }))
+const stateKind = choiceFlag('state', ['redis', 'memory'])
+const cacheKind = choiceFlag('cache', ['redis', 'memory'])
 const databaseUrl = process.env.DATABASE_URL
 const databaseHost = databaseUrl ? new URL(databaseUrl).hostname : ''
 if (!databaseUrl || !['127.0.0.1', 'localhost', '[::1]'].includes(databaseHost))
@@ -129,10 +136,12 @@ const config = loadConfig({
   LOCAL_MODEL_CHUNK_DELAY_MS: String(chunkDelayMs),
   RESUME_TOKEN_SECRET: 'turn-cost-secret',
 })
-const cache = createRedisCache(`redis://127.0.0.1:${port}/0`)
-const state = await openRedisState(`redis://127.0.0.1:${port}/1`, {
-  retentionMs: config.resumeRetentionMs,
-})
+const cache =
+  cacheKind === 'memory' ? createMemoryCache() : createRedisCache(`redis://127.0.0.1:${port}/0`)
+const state =
+  stateKind === 'memory'
+    ? createMemoryState({ retentionMs: config.resumeRetentionMs })
+    : await openRedisState(`redis://127.0.0.1:${port}/1`, { retentionMs: config.resumeRetentionMs })
 const conversations = createConversationService({
   db,
   cache,
@@ -204,9 +213,12 @@ try {
     turns,
     concurrency,
     chunkDelayMs,
+    state: stateKind,
+    cache: cacheKind,
     logItemsPerTurn: +(logItems / turns).toFixed(1),
     seconds: +seconds.toFixed(1),
     processCpuMsPerTurn: +((cpu.user + cpu.system) / 1000 / turns).toFixed(2),
+    processSystemCpuMsPerTurn: +(cpu.system / 1000 / turns).toFixed(2),
     sqlStatementsPerTurn: +(statements / turns).toFixed(2),
     // The backends' own CPU (not the WAL writer's or other shared processes').
     postgresCpuMsPerTurn: +((pgSeconds * 1000) / turns).toFixed(2),
