@@ -5,8 +5,11 @@
 // the instance running the turn; a cache flush mid-turn changes nothing
 // visible; and when the owner of a turn is killed (SIGKILL) mid-reply, another
 // instance finishes it as interrupted, keeping the text streamed, and then
-// runs the send queued behind it. Needs TEST_DATABASE_URL and TEST_REDIS_URL.
+// runs the send queued behind it; killed after storing a first turn's reply
+// but before ending its stream (while the model writes its title), another
+// instance ends the stream as stored. Needs TEST_DATABASE_URL and TEST_REDIS_URL.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { titleFrom } from '../src/conversation/messages.ts'
 import { localReply } from '../src/conversation/model/local.ts'
 import type { Db } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'
@@ -280,5 +283,78 @@ describe.skipIf(skipReason !== undefined)('two instances on one Postgres and Red
         { role: 'user', content: 'are you still there?' },
       ]),
     )
+  }, 90_000)
+  test('kill -9 after the reply is stored, before its stream ends: another instance ends it as stored', async () => {
+    // An OpenAI-compatible model server: replies stream at once, title requests never answer.
+    let titleAsked: () => void = () => {}
+    const asked = new Promise<void>((resolve) => {
+      titleAsked = resolve
+    })
+    const chunk = (content: string) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`
+    const model = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch(request) {
+        const body = (await request.json()) as { stream?: boolean }
+        if (!body.stream) {
+          titleAsked()
+          return new Promise<Response>(() => {})
+        }
+        const reply = `${['Stored ', 'before ', 'the ', 'crash.'].map(chunk).join('')}data: [DONE]\n\n`
+        return new Response(reply, { headers: { 'content-type': 'text/event-stream' } })
+      },
+    })
+    try {
+      const c = startServer({
+        ...env,
+        MODEL_PROVIDER: 'openai',
+        MODEL: 'fake-model',
+        OPENAI_BASE_URL: `http://127.0.0.1:${model.port}`,
+      })
+      await waitReady(c)
+      const userId = user()
+      const message = 'name this conversation after the crash'
+      const stream = reading(await send(c.base, userId, message))
+      // The title is asked for after the reply is stored and before the stream ends.
+      await asked
+      await stream.until(
+        (text) =>
+          appendedChunks(completeFrames(text).join('')).join('') === 'Stored before the crash.',
+      )
+      c.proc.kill('SIGKILL')
+      await c.proc.exited
+      const killedAt = Date.now()
+      const frames = completeFrames(stream.text())
+      const { token, conversation_id: conversationId } = frameData<{
+        token: string
+        conversation_id: string
+      }>(frames[1])
+      expect(frames.join('')).not.toContain('message_stream_complete')
+      const rest = await (await resume(a, token, conversationId, frames.length)).text()
+      expect(Date.now() - killedAt).toBeLessThan(30_000)
+      const items = dataItems(rest)
+      expect(items.find((item) => item.type === 'error')).toBeUndefined()
+      expect(rest).toContain('"finish_details":{"type":"stop"}')
+      expect(items).toContainEqual({
+        type: 'title_generation',
+        title: titleFrom(message),
+        conversation_id: conversationId,
+      })
+      expect(rest).toContain('"type":"message_stream_complete"')
+      expect(rest).toEndWith('data: [DONE]\n\n')
+      expect(appendedChunks(frames.join('') + rest).join('')).toBe('Stored before the crash.')
+      const { messages } = await history(b, userId, conversationId)
+      expect(messages.map((m) => m.content.parts[0])).toEqual([message, 'Stored before the crash.'])
+      const rows = await db.query<{ status: string }>('SELECT status FROM messages WHERE id = $1', [
+        messages[1]?.id,
+      ])
+      expect(rows[0]?.status).toBe('finished_successfully')
+      // Resumed again, from the start, on the other instance: the same bytes, once.
+      const again = await (await resume(b, token, conversationId, 0)).text()
+      expect(again).toBe(frames.join('') + rest)
+    } finally {
+      model.stop(true)
+    }
   }, 90_000)
 })

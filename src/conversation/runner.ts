@@ -3,8 +3,10 @@
 // every instance), runs the queued turns one at a time in the order they were
 // accepted (the in-progress rows, by seq), and gives the lease back when the
 // queue is empty. It renews its leases, aborts a turn on a stop request or on
-// losing the lease, sweeps for conversations whose runner died, and on
-// shutdown lets running turns finish within a grace period, then stops them.
+// losing the lease, sweeps for conversations whose runner died (and for the
+// streams one left open after storing its reply: turn/abandoned-streams.ts),
+// and on shutdown lets running turns finish within a grace period, then stops
+// them.
 //
 // Looking for work costs one statement per turn: claiming the next turn also
 // tells whether more follow. A turn queued after that is noticed without
@@ -15,6 +17,7 @@
 import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { StoredMessage } from './messages.ts'
+import { endAbandonedStreams } from './turn/abandoned-streams.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { type AbortReason, runTurn } from './turn/run.ts'
 import { claimNextTurn, conversationsWithTurns, nextTurn } from './turn-repository.ts'
@@ -136,12 +139,21 @@ export function createTurnRunner(deps: RunnerDeps) {
   )
   renewals.unref?.()
 
-  /** Kicks every conversation with unfinished turns whose runner may be gone. */
+  /**
+   * Kicks every conversation with unfinished turns whose runner may be gone,
+   * and ends the streams a dead runner left open after storing their reply.
+   */
   async function sweep(): Promise<void> {
     if (closing) return
     // Only turns older than a lease: a younger one is still being handed to its runner.
     for (const conversationId of await conversationsWithTurns(deps.db, deps.leaseMs))
       kick(conversationId)
+    // Streams a dead runner left open after storing their reply; a send queued meanwhile is run.
+    const abandoned = await endAbandonedStreams(deps, deps.leases, {
+      leaseMs: deps.leaseMs,
+      olderThanMs: deps.leaseMs,
+    })
+    for (const conversationId of abandoned) kick(conversationId)
   }
   let sweeper: ReturnType<typeof setInterval> | undefined
   const sweepNow = () => void sweep().catch((error) => deps.warn('turn sweep failed', error))

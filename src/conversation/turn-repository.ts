@@ -119,6 +119,50 @@ export async function conversationsWithTurns(
   return rows.map((row) => row.conversation_id)
 }
 
+/** How a stored reply stands, for ending a stream its runner left open. */
+export interface StoredEnding {
+  /** `in_progress` while a runner (or the recovery of a dead one) still owes the reply. */
+  status: string
+  /** How it ended, once it did. */
+  finish: FinishType | undefined
+  /** The reply of the conversation's first turn: its stream carries the title. */
+  firstTurn: boolean
+  /** The conversation's title as stored now. */
+  title: string
+}
+
+/** The stored state of each of these replies, by `conversationId/messageId`; absent when not stored. */
+export async function storedEndings(
+  db: Queryable,
+  replies: readonly { conversationId: string; messageId: string }[],
+): Promise<Map<string, StoredEnding>> {
+  const rows = await db.query<{
+    conversation_id: string
+    id: string
+    status: string
+    finish: FinishType | null
+    first_turn: boolean
+    title: string
+  }>(
+    `SELECT m.conversation_id, m.id, m.status, m.metadata->'finish_details'->>'type' AS finish,
+            COALESCE(m.metadata->>'first_turn' = 'true', false) AS first_turn, c.title
+       FROM messages m JOIN conversations c ON c.id = m.conversation_id
+      WHERE (m.conversation_id, m.id) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))`,
+    [replies.map((reply) => reply.conversationId), replies.map((reply) => reply.messageId)],
+  )
+  return new Map(
+    rows.map((row) => [
+      `${row.conversation_id}/${row.id}`,
+      {
+        status: row.status,
+        finish: row.finish ?? undefined,
+        firstTurn: row.first_turn,
+        title: row.title,
+      },
+    ]),
+  )
+}
+
 /** What claiming a conversation's next turn found. */
 export interface NextTurn {
   /** The conversation's oldest unfinished turn. */

@@ -19,6 +19,7 @@ export interface MemoryTurnLogsOptions {
 
 interface Entry {
   identity: TurnLogIdentity
+  openedAt: number
   fence: number
   finishedAt: number | undefined
   log: LocalTurnLog
@@ -78,6 +79,7 @@ export function createMemoryTurnLogs(options: MemoryTurnLogsOptions): TurnLogSto
       log.push(items)
       entries.set(identity.messageId, {
         identity: { ...identity },
+        openedAt: now(),
         fence: 0,
         finishedAt: undefined,
         log,
@@ -114,6 +116,15 @@ export function createMemoryTurnLogs(options: MemoryTurnLogsOptions): TurnLogSto
       const entry = get(messageId)
       if (!entry) return
       yield* entry.log.follow(Math.max(0, offset), signal)
+    },
+
+    async unfinished(olderThanMs, limit) {
+      const found: Entry[] = []
+      for (const entry of entries.values())
+        if (entry.finishedAt === undefined && now() - entry.openedAt >= olderThanMs)
+          found.push(entry)
+      found.sort((a, b) => a.openedAt - b.openedAt)
+      return found.slice(0, limit).map((entry) => ({ ...entry.identity }))
     },
 
     async readAll(messageId) {

@@ -52,6 +52,8 @@ export class RedisLogBatcher {
 
   constructor(
     private readonly redis: Redis,
+    /** The sorted set of unfinished logs (redis-turn-log-scripts.ts). */
+    private readonly unfinishedKey: string,
     private readonly ttl: { openMs: number; retentionMs: number },
     private readonly hooks: BatchHooks,
   ) {}
@@ -100,12 +102,15 @@ export class RedisLogBatcher {
       const pipeline = this.redis.pipeline()
       if (attempt > 0) pipeline.script('LOAD', WRITE_SCRIPT.lua)
       for (const calls of scripts) {
-        const keys: string[] = []
+        const keys: string[] = [this.unfinishedKey]
         const args: (string | number)[] = [now, this.ttl.openMs, this.ttl.retentionMs]
         for (const { op, items } of calls) {
           keys.push(op.keys.meta, op.keys.stream)
-          args.push(op.kind === 'append' ? 'a' : 'f', op.fence, items.length)
-          for (const item of items) args.push(item)
+          if (op.kind === 'finish') args.push('f', op.fence, 1, op.messageId)
+          else {
+            args.push('a', op.fence, items.length)
+            for (const item of items) args.push(item)
+          }
         }
         pipeline.evalsha(WRITE_SCRIPT.sha, keys.length, ...keys, ...args)
       }

@@ -9,6 +9,10 @@
 //   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length,
 //                               finished, renewAt (when the open expiry is next
 //                               renewed; absent until the stream exists)
+//   <prefix>unfinished          sorted set: the message ids of logs not
+//                               finished, scored by when they were opened (ms);
+//                               a log that expired or was removed while open
+//                               stays until the store's unfinished() sees it gone
 // The meta hash exists exactly as long as the log does; the stream only once
 // something was written. Both always carry the same expiry.
 //
@@ -52,30 +56,36 @@ const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
 
+/** The sorted set of unfinished logs. */
+export const unfinishedKey = (prefix: string) => `${prefix}unfinished`
+
 /**
- * KEYS: meta, stream. ARGV: conversationId, userId, openTtlMs, nowMs, items...
- * Creates the log with its first items, if any (see WRITE_SCRIPT for renewAt).
+ * KEYS: meta, stream, unfinished. ARGV: conversationId, userId, openTtlMs,
+ * nowMs, messageId, items... Creates the log with its first items, if any
+ * (see WRITE_SCRIPT for renewAt), and lists it as unfinished.
  */
 export const OPEN_SCRIPT = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('${EXISTS}') end
 redis.call('DEL', KEYS[2])
 local openTtl = tonumber(ARGV[3])
-for i = 5, #ARGV do redis.call('XADD', KEYS[2], (i - 4) .. '-0', 'i', ARGV[i]) end
+for i = 6, #ARGV do redis.call('XADD', KEYS[2], (i - 5) .. '-0', 'i', ARGV[i]) end
 redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0,
-  'length', #ARGV - 4, 'finished', 0)
+  'length', #ARGV - 5, 'finished', 0)
 redis.call('PEXPIRE', KEYS[1], openTtl)
-if #ARGV > 4 then
+if #ARGV > 5 then
   redis.call('HSET', KEYS[1], 'renewAt', tonumber(ARGV[4]) + math.floor(openTtl / 2))
   redis.call('PEXPIRE', KEYS[2], openTtl)
 end
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 return 1`)
 
 /**
  * Writes to any number of logs in one call: the log batcher sends one per
  * batch, so a batch costs one script call however many logs it touches.
- * KEYS: meta and stream of each write, in pairs. ARGV: nowMs, openTtlMs,
- * retentionMs, then per write: kind (`a` append, `f` finish), fence, item
- * count, the items. Returns one reply per write, in order: for an append the
+ * KEYS: the unfinished set, then meta and stream of each write, in pairs.
+ * ARGV: nowMs, openTtlMs, retentionMs, then per write: kind (`a` append, `f`
+ * finish), fence, item count, the items (for a finish, one: the message id,
+ * taken off the unfinished set). Returns one reply per write, in order: for an append the
  * offset of its first item, for a finish the log's length, or an error code
  * (a string) when the fence check, the state or the stream refuses it; one
  * refused write changes nothing and leaves the others be.
@@ -94,7 +104,7 @@ local now = tonumber(ARGV[1])
 local openTtl = tonumber(ARGV[2])
 local a = 4
 local replies = {}
-for k = 1, #KEYS, 2 do
+for k = 2, #KEYS, 2 do
   local meta, stream = KEYS[k], KEYS[k + 1]
   local kind, fence, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local first = a + 3
@@ -111,6 +121,7 @@ for k = 1, #KEYS, 2 do
       redis.call('PEXPIRE', meta, ARGV[3])
       redis.call('PEXPIRE', stream, ARGV[3])
     end
+    redis.call('ZREM', KEYS[1], ARGV[first])
   elseif m[3] == '1' then reply = '${FINISHED}'
   elseif count == 0 then reply = tonumber(m[2])
   else

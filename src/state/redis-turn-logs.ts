@@ -24,8 +24,14 @@ import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'
 import { readRemoteLog } from './redis-log-reader.ts'
-import { CLAIM_SCRIPT, OPEN_SCRIPT, turnLogError, turnLogKeys } from './redis-turn-log-scripts.ts'
-import type { TurnLogInfo, TurnLogStore } from './turn-log-store.ts'
+import {
+  CLAIM_SCRIPT,
+  OPEN_SCRIPT,
+  turnLogError,
+  turnLogKeys,
+  unfinishedKey,
+} from './redis-turn-log-scripts.ts'
+import type { TurnLogIdentity, TurnLogInfo, TurnLogStore } from './turn-log-store.ts'
 
 export interface RedisTurnLogsOptions {
   /** An ioredis client connected to the state database; the caller closes it. */
@@ -46,9 +52,15 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   const prefix = options.keyPrefix ?? 'turnlog:'
   const openTtlMs = options.openTtlMs ?? 3_600_000
   const keys = (messageId: string) => turnLogKeys(prefix, messageId)
+  const unfinished = unfinishedKey(prefix)
   const blockMs = options.blockMs ?? 2_000
   const mirrors = new RedisLogMirrors(redis, keys, openTtlMs, blockMs)
-  const batcher = new RedisLogBatcher(redis, { openMs: openTtlMs, retentionMs }, mirrors)
+  const batcher = new RedisLogBatcher(
+    redis,
+    unfinished,
+    { openMs: openTtlMs, retentionMs },
+    mirrors,
+  )
   const follower = new RedisLogFollower(redis, blockMs)
   let closed = false
 
@@ -76,8 +88,8 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
       const { meta, stream } = keys(messageId)
       await OPEN_SCRIPT.run(
         redis,
-        [meta, stream],
-        [conversationId, userId, openTtlMs, Date.now(), ...items],
+        [meta, stream, unfinished],
+        [conversationId, userId, openTtlMs, Date.now(), messageId, ...items],
       ).catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
       mirrors.opened(messageId, items)
     },
@@ -153,6 +165,33 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
       }
     },
 
+    async unfinished(olderThanMs, limit) {
+      const ids = await redis.zrangebyscore(
+        unfinished,
+        '-inf',
+        Date.now() - olderThanMs,
+        'LIMIT',
+        0,
+        limit,
+      )
+      if (ids.length === 0) return []
+      const pipeline = redis.pipeline()
+      for (const id of ids) pipeline.hmget(keys(id).meta, 'conversationId', 'userId', 'finished')
+      const replies = (await pipeline.exec()) ?? []
+      const open: TurnLogIdentity[] = []
+      const gone: string[] = []
+      ids.forEach((messageId, index) => {
+        const [error, fields] = replies[index] ?? [new Error('missing reply'), null]
+        if (error) throw error
+        const [conversationId, userId, finished] = fields as (string | null)[]
+        if (conversationId == null || userId == null || finished === '1') gone.push(messageId)
+        else open.push({ messageId, conversationId, userId })
+      })
+      // Expired or removed while open: nothing left to end.
+      if (gone.length > 0) await redis.zrem(unfinished, ...gone)
+      return open
+    },
+
     async readAll(messageId) {
       const entries = await redis.xrange(keys(messageId).stream, '-', '+')
       return entries.filter(([, fields]) => fields[0] === 'i').map(([, fields]) => fields[1] ?? '')
@@ -160,7 +199,7 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
 
     async remove(messageId) {
       const { meta, stream } = keys(messageId)
-      await redis.del(meta, stream)
+      await redis.multi().del(meta, stream).zrem(unfinished, messageId).exec()
       mirrors.end(messageId)
       follower.drop(stream)
     },

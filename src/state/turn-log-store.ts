@@ -82,6 +82,14 @@ export interface TurnLogStore {
    */
   read(messageId: string, offset: number, signal?: AbortSignal): AsyncGenerator<string>
 
+  /**
+   * Logs opened at least `olderThanMs` ago and not finished, oldest first, at
+   * most `limit`: where a writer that died after storing its reply left a
+   * stream without its end (a sweep ends them). Logs removed or expired are
+   * not listed.
+   */
+  unfinished(olderThanMs: number, limit: number): Promise<TurnLogIdentity[]>
+
   /** Every item of the log, oldest first (empty when it does not exist). */
   readAll(messageId: string): Promise<string[]>
 

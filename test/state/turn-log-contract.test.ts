@@ -271,6 +271,31 @@ for (const backend of turnLogBackends()) {
       expect(await rest).toEqual(['b'])
     })
 
+    test('unfinished lists the logs left open, not finished, removed or younger ones', async () => {
+      const [first, second, finished, removed] = [identity(), identity(), identity(), identity()]
+      await store.open(first)
+      await store.open(second, ['x'])
+      await store.open(finished, ['y'])
+      await store.open(removed)
+      await store.finish(finished.messageId, 0)
+      await store.remove(removed.messageId)
+      const listed = await other.unfinished(0, 100_000)
+      expect(listed).toContainEqual(first)
+      expect(listed).toContainEqual(second)
+      const ids = listed.map((log) => log.messageId)
+      expect(ids).not.toContain(finished.messageId)
+      expect(ids).not.toContain(removed.messageId)
+      // Opened just now: not yet a minute old.
+      const old = (await other.unfinished(60_000, 100_000)).map((log) => log.messageId)
+      expect(old).not.toContain(first.messageId)
+      expect(await other.unfinished(0, 1)).toHaveLength(1)
+      await store.finish(first.messageId, 0)
+      await store.append(second.messageId, ['z'], 0)
+      const after = (await other.unfinished(0, 100_000)).map((log) => log.messageId)
+      expect(after).not.toContain(first.messageId)
+      expect(after).toContain(second.messageId)
+    })
+
     test('writes to a missing log are refused; opening twice throws', async () => {
       const absent = uniqueName('absent')
       await expect(store.append(absent, ['a'], 0)).rejects.toBeInstanceOf(TurnLogMissingError)
@@ -434,6 +459,18 @@ for (const backend of turnLogBackends()) {
           expect(ttl).toBeLessThanOrEqual(OPEN_TTL_MS)
         }
         expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
+      })
+
+      test('a log that expired while open leaves the unfinished set when next listed', async () => {
+        const id = identity()
+        await store.open(id, ['a'])
+        const { meta, stream } = turnLogKeys(inspect.prefix, id.messageId)
+        const setKey = `${inspect.prefix}unfinished`
+        expect(await inspect.client.zscore(setKey, id.messageId)).not.toBeNull()
+        await inspect.client.del(meta, stream)
+        const ids = (await other.unfinished(0, 100_000)).map((log) => log.messageId)
+        expect(ids).not.toContain(id.messageId)
+        expect(await inspect.client.zscore(setKey, id.messageId)).toBeNull()
       })
 
       test('a stream ahead of its meta refuses the append and writes nothing', async () => {

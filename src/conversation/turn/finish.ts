@@ -11,7 +11,7 @@
 // once the database answers (recover.ts), exactly as streamed. The log keeps
 // it for the resume retention (RESUME_RETENTION_MS); past that the sweep falls
 // back to the row's last checkpoint.
-import { TurnLogFencedError } from '../../state/turn-log-store.ts'
+import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
 import { forgetContext, recordReply } from '../context.ts'
 import {
@@ -98,6 +98,32 @@ export async function finishTurn(
   })
   if (!ending.hasLog) return outcome
   const title = await firstTurnTitle(deps, turn, { text: ending.text, askModel: finish === 'stop' })
+  try {
+    await endStream(deps.logs, turn, token, { finish, error, title })
+  } catch (cause) {
+    if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
+  }
+  return outcome
+}
+
+/** What a stream's last items say: how the reply ended, why it failed, the first turn's title. */
+export interface StreamEnding {
+  finish: FinishType
+  error?: { code: StreamErrorCode; detail: string }
+  title?: string
+}
+
+/**
+ * Appends a turn's last items (an error item when there is one, the
+ * completion patch, the title, message_stream_complete, [DONE]) and finishes
+ * its log, as the holder of `token`.
+ */
+export async function endStream(
+  logs: TurnLogStore,
+  turn: { conversationId: string; messageId: string },
+  token: number,
+  { finish, error, title }: StreamEnding,
+): Promise<void> {
   const items: StreamItem[] = [
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
     completionItem(finish),
@@ -105,14 +131,9 @@ export async function finishTurn(
     streamCompleteItem(turn.conversationId),
     doneItem(),
   ]
-  try {
-    // Applied in call order (TurnLogStore), so both leave in one batch.
-    await Promise.all([
-      deps.logs.append(turn.messageId, items.map(frameOf), token),
-      deps.logs.finish(turn.messageId, token),
-    ])
-  } catch (cause) {
-    if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
-  }
-  return outcome
+  // Applied in call order (TurnLogStore), so both leave in one batch.
+  await Promise.all([
+    logs.append(turn.messageId, items.map(frameOf), token),
+    logs.finish(turn.messageId, token),
+  ])
 }
