@@ -262,22 +262,23 @@ export async function checkpointReply(
 
 /**
  * Stores the finished reply and bumps the conversation's update time, in one
- * statement; false when the claim was lost (another runner finishes it).
+ * statement that also reads the conversation's title (what a first turn
+ * streams); undefined when the claim was lost (another runner finishes it).
  */
 export async function finishReply(
   db: Queryable,
   turn: QueuedTurn,
   token: number,
   reply: { text: string; finish: FinishType },
-): Promise<boolean> {
-  const rows = await db.query(
+): Promise<{ title: string } | undefined> {
+  const rows = await db.query<{ title: string }>(
     `WITH done AS (
        UPDATE messages SET content = $4::text::jsonb, status = $5,
               metadata = metadata || $6::text::jsonb, updated_at = now()
         WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
         RETURNING conversation_id, updated_at)
      UPDATE conversations c SET updated_at = GREATEST(c.updated_at, done.updated_at)
-       FROM done WHERE c.id = done.conversation_id RETURNING 1`,
+       FROM done WHERE c.id = done.conversation_id RETURNING c.title`,
     [
       turn.conversationId,
       turn.messageId,
@@ -287,7 +288,7 @@ export async function finishReply(
       JSON.stringify({ finish_details: { type: reply.finish } }),
     ],
   )
-  return rows.length === 1
+  return rows[0]
 }
 
 /**

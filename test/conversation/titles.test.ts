@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { titleFrom } from '../../src/conversation/messages.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
+import type { Queryable } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -119,6 +120,33 @@ for (const backend of appBackends())
           await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
         ).json()) as { items: { id: string; title: string }[] }
         expect(list.items).toMatchObject([{ id: cid, title: expected }])
+      })
+
+      test('the title costs no statement of its own: the final write of the reply reads it', async () => {
+        const statements: string[] = []
+        const db = await backend.db()
+        const record = (target: Queryable): Queryable => ({
+          query: (text, params) => {
+            statements.push(text)
+            return target.query(text, params)
+          },
+          exec: (script) => target.exec(script),
+        })
+        const counted = await conversationApp({
+          backend,
+          db: { ...db, ...record(db), transaction: (fn) => db.transaction((tx) => fn(record(tx))) },
+        })
+        const { frames } = await sendAndRead(counted.app, {
+          user_id: newUser(),
+          messages: [textMessage('name me without asking again')],
+        })
+        await counted.conversations.whenIdle()
+        expect(titleItems(frames).map((item) => item.title)).toEqual([
+          'name me without asking again',
+        ])
+        expect(statements.filter((text) => /SELECT\s+c\.title/.test(text))).toEqual([])
+        expect(statements.filter((text) => text.includes('RETURNING c.title'))).toHaveLength(1)
+        await counted.conversations.close(0)
       })
 
       test('later turns, edits and regenerations stream no title', async () => {

@@ -67,9 +67,11 @@ export async function finishTurn(
 ): Promise<FinishOutcome> {
   let { finish, error } = ending
   let outcome: FinishOutcome = 'stored'
+  let storedTitle: string | undefined
   try {
     const saved = await finishReply(deps.db, turn, token, { text: ending.text, finish })
     if (!saved) return 'lost'
+    storedTitle = saved.title
     await invalidateReads(deps, turn.conversationId, turn.userId)
   } catch (cause) {
     if (isDatabaseUnavailable(cause)) {
@@ -97,7 +99,11 @@ export async function finishTurn(
     ...ending.stats,
   })
   if (!ending.hasLog) return outcome
-  const title = await firstTurnTitle(deps, turn, { text: ending.text, askModel: finish === 'stop' })
+  const title = await firstTurnTitle(deps, turn, {
+    text: ending.text,
+    askModel: finish === 'stop',
+    storedTitle,
+  })
   try {
     await endStream(deps.logs, turn, token, { finish, error, title })
   } catch (cause) {

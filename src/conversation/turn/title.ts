@@ -13,14 +13,17 @@ import { invalidateReads, type TurnDeps } from './deps.ts'
  * The title to stream at the end of `turn`, stored first; undefined when the
  * turn is not a conversation's first or the title could not be read. The model
  * is only asked after a reply that finished normally (a failed or stopped turn
- * must end at once).
+ * must end at once). `storedTitle`, the title read as the reply was stored,
+ * saves reading it again when the model is not asked.
  */
 export async function firstTurnTitle(
   deps: TurnDeps,
   turn: QueuedTurn,
-  reply: { text: string; askModel: boolean },
+  reply: { text: string; askModel: boolean; storedTitle?: string },
 ): Promise<string | undefined> {
   if (!turn.metadata.first_turn) return undefined
+  const asksModel = reply.askModel && deps.model.title !== undefined
+  if (!asksModel && reply.storedTitle !== undefined) return reply.storedTitle
   try {
     const naming = await readNaming(deps.db, turn.conversationId)
     if (!naming) return undefined
