@@ -72,7 +72,6 @@ export async function finishTurn(
     const saved = await finishReply(deps.db, turn, token, { text: ending.text, finish })
     if (!saved) return 'lost'
     storedTitle = saved.title
-    await invalidateReads(deps, turn.conversationId, turn.userId)
   } catch (cause) {
     if (isDatabaseUnavailable(cause)) {
       deps.warn('database unavailable; the reply is kept and stored when it answers', cause)
@@ -84,14 +83,19 @@ export async function finishTurn(
       outcome = 'not_stored'
     }
   }
-  if (outcome === 'stored' && ending.contextInStep)
-    await recordReply(deps, turn.conversationId, {
-      id: turn.messageId,
-      role: 'assistant',
-      content: { content_type: 'text', parts: [ending.text] },
-      createTime: turn.createTime,
-    })
-  else await forgetContext(deps, turn.conversationId)
+  // Different keys, so the cached reads are dropped and the context list
+  // updated in one round trip.
+  await Promise.all([
+    outcome === 'stored' && invalidateReads(deps, turn.conversationId, turn.userId),
+    outcome === 'stored' && ending.contextInStep
+      ? recordReply(deps, turn.conversationId, {
+          id: turn.messageId,
+          role: 'assistant',
+          content: { content_type: 'text', parts: [ending.text] },
+          createTime: turn.createTime,
+        })
+      : forgetContext(deps, turn.conversationId),
+  ])
   deps.observer.turnFinished(turn, {
     finish,
     ...(error ? { error } : {}),
