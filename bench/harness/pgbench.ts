@@ -140,7 +140,11 @@ export async function runPgbench(
       clients: settings.clients,
       durationSec: settings.durationSec,
       turnsPerSec: Number(tps),
-      statementsPerTurn: script.trim().split('\n').length,
+      // The service's statements, not the line that makes the fresh ids.
+      statementsPerTurn: script
+        .trim()
+        .split('\n')
+        .filter((line) => !line.endsWith('\\gset')).length,
       script,
     }
   } finally {
