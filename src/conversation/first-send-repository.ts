@@ -17,7 +17,13 @@ export interface FirstSend {
   title: string
   /** The user messages in order, each with its parent set. */
   inputs: readonly StoredMessage[]
-  reply: { id: string; createTime: number; metadata: ReplyMetadata }
+  reply: {
+    id: string
+    createTime: number
+    metadata: ReplyMetadata
+    /** Stored claimed by the runner holding this fencing token (it runs the turn next); else unclaimed. */
+    runToken?: number
+  }
 }
 
 /** The id that appears twice among the inputs, if one does. */
@@ -30,8 +36,14 @@ function repeatedId(inputs: readonly StoredMessage[]): string | undefined {
   return undefined
 }
 
-/** Stores a new conversation's first send; a message id given twice is a conflict. */
-export async function storeFirstSend(db: Queryable, send: FirstSend): Promise<void> {
+/**
+ * Stores a new conversation's first send; a message id given twice is a
+ * conflict. Resolves with the reply row's seq (its place in the queue).
+ */
+export async function storeFirstSend(
+  db: Queryable,
+  send: FirstSend,
+): Promise<{ replySeq: number }> {
   const first = send.inputs[0]
   const last = send.inputs.at(-1)
   if (!first || !last) throw new Error('storeFirstSend: a send needs at least one message')
@@ -48,6 +60,7 @@ export async function storeFirstSend(db: Queryable, send: FirstSend): Promise<vo
       status: 'finished_successfully',
       metadata: {},
       at: dateOf(message.createTime),
+      run_token: null,
     })),
     {
       id: send.reply.id,
@@ -57,21 +70,23 @@ export async function storeFirstSend(db: Queryable, send: FirstSend): Promise<vo
       status: 'in_progress',
       metadata: send.reply.metadata,
       at: dateOf(send.reply.createTime),
+      run_token: send.reply.runToken ?? null,
     },
   ])
   try {
-    await db.query(
+    const stored = await db.query<{ seq: number; role: string }>(
       `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
        conversation AS (
          INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node)
          VALUES ($2, $1, $3, $4, $5, $6))
-       INSERT INTO messages
-              (id, conversation_id, parent_id, role, content, status, metadata, created_at, updated_at)
-       SELECT m.id, $2, m.parent_id, m.role, m.content, m.status, m.metadata, m.at, m.at
+       INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
+                             created_at, updated_at, run_token)
+       SELECT m.id, $2, m.parent_id, m.role, m.content, m.status, m.metadata, m.at, m.at, m.run_token
          FROM ROWS FROM (jsonb_to_recordset($7::text::jsonb) AS (id text, parent_id text, role text,
-                content jsonb, status text, metadata jsonb, at timestamptz))
-              WITH ORDINALITY AS m(id, parent_id, role, content, status, metadata, at, n)
-        ORDER BY m.n`,
+                content jsonb, status text, metadata jsonb, at timestamptz, run_token bigint))
+              WITH ORDINALITY AS m(id, parent_id, role, content, status, metadata, at, run_token, n)
+        ORDER BY m.n
+       RETURNING seq::int AS seq, role`,
       [
         send.userId,
         send.conversationId,
@@ -82,6 +97,9 @@ export async function storeFirstSend(db: Queryable, send: FirstSend): Promise<vo
         rows,
       ],
     )
+    const reply = stored.find((row) => row.role === 'assistant')
+    if (!reply) throw new Error('storeFirstSend: the reply row was not stored')
+    return { replySeq: reply.seq }
   } catch (error) {
     // Only a conversation id already taken is left (ids are random UUIDs).
     if (sqlState(error) === UNIQUE_VIOLATION)

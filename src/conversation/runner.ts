@@ -20,7 +20,13 @@ import type { StoredMessage } from './messages.ts'
 import { endAbandonedStreams } from './turn/abandoned-streams.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { type AbortReason, runTurn } from './turn/run.ts'
-import { claimNextTurn, conversationsWithTurns, nextTurn } from './turn-repository.ts'
+import {
+  claimNextTurn,
+  conversationsWithTurns,
+  nextTurn,
+  type QueuedTurn,
+  type TurnClaim,
+} from './turn-repository.ts'
 
 export interface RunnerDeps extends TurnDeps {
   leases: ConversationLeases
@@ -31,6 +37,8 @@ export interface RunnerDeps extends TurnDeps {
 
 interface Drive {
   lease?: Lease
+  /** A turn stored claimed under `lease` as it was accepted here: run first, without claiming it. */
+  first?: QueuedTurn
   /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
   inputs: Map<string, readonly StoredMessage[]>
   /** The turn running now and how to abort it. */
@@ -42,6 +50,13 @@ interface Drive {
 }
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>
+
+/** The claim of a turn stored claimed as it was accepted: it never ran, nothing was stored or asked of it. */
+const UNCLAIMED_BEFORE: TurnClaim = {
+  previousToken: null,
+  content: { content_type: 'text', parts: [''] },
+  stopRequested: false,
+}
 
 export function createTurnRunner(deps: RunnerDeps) {
   const drives = new Map<string, Drive>()
@@ -59,13 +74,27 @@ export function createTurnRunner(deps: RunnerDeps) {
 
   /** Runs the queue while this process holds the lease; resolves whether to look at the queue again. */
   async function runQueue(conversationId: string, drive: Drive): Promise<boolean> {
-    const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+    const lease = drive.lease ?? (await deps.leases.acquire(conversationId, deps.leaseMs))
     if (!lease) return false
     drive.lease = lease
     let drained = false
     let wanted = true
     try {
       let more = true
+      if (drive.first && drive.current) {
+        // Claimed as it was stored, its log opened under the lease: nothing to claim.
+        const turn = drive.first
+        const over = await runTurn(deps, turn, UNCLAIMED_BEFORE, {
+          token: lease.token,
+          signal: drive.current.abort.signal,
+          inputs: drive.inputs.get(turn.messageId),
+          logOpened: true,
+        })
+        drive.inputs.delete(turn.messageId)
+        drive.current = undefined
+        if (!over) return false
+        more = false
+      }
       while (!closing && !drive.lost && (more || drive.pending)) {
         drive.pending = false
         const next = await claimNextTurn(deps.db, conversationId, lease.token)
@@ -104,7 +133,12 @@ export function createTurnRunner(deps: RunnerDeps) {
       running.pending = true
       return running
     }
-    const drive: Drive = { inputs: new Map(), pending: false, lost: false, done: Promise.resolve() }
+    return drive(conversationId, { inputs: new Map(), pending: false, lost: false })
+  }
+
+  /** Starts running a conversation's queue here, from `state`. */
+  function drive(conversationId: string, state: Omit<Drive, 'done'>): Drive {
+    const drive: Drive = { ...state, done: Promise.resolve() }
     drives.set(conversationId, drive)
     drive.done = runQueue(conversationId, drive)
       .catch((error) => {
@@ -163,9 +197,43 @@ export function createTurnRunner(deps: RunnerDeps) {
   }
 
   return {
-    /** Queues nothing itself (acceptTurn did): starts running the conversation here if nobody does. */
-    accepted(conversationId: string, messageId: string, inputs: readonly StoredMessage[]) {
-      kick(conversationId)?.inputs.set(messageId, inputs)
+    /**
+     * The lease of a conversation a send is creating, so that its first turn
+     * is stored claimed (acceptTurn's runToken) and starts here without a
+     * claim; undefined while shutting down (or if someone holds it).
+     */
+    async leaseForNew(conversationId: string): Promise<Lease | undefined> {
+      if (closing) return undefined
+      return await deps.leases.acquire(conversationId, deps.leaseMs)
+    },
+    /** Gives back a lease from leaseForNew whose send was refused. */
+    async refused(lease: Lease): Promise<void> {
+      await deps.leases.release(lease)
+    },
+    /**
+     * Queues nothing itself (acceptTurn did): starts running the conversation
+     * here if nobody does; at once, with `claimed`, for a turn stored claimed
+     * under a lease from leaseForNew.
+     */
+    accepted(
+      conversationId: string,
+      messageId: string,
+      inputs: readonly StoredMessage[],
+      claimed?: { turn: QueuedTurn; lease: Lease },
+    ) {
+      if (!claimed) {
+        kick(conversationId)?.inputs.set(messageId, inputs)
+        return
+      }
+      // Current from now on, so a stop that arrives before the turn starts aborts it.
+      drive(conversationId, {
+        lease: claimed.lease,
+        first: claimed.turn,
+        current: { messageId, abort: new AbortController() },
+        inputs: new Map([[messageId, inputs]]),
+        pending: false,
+        lost: false,
+      })
     },
     /**
      * Sweeps now and every half lease from now on: finishes what a crashed

@@ -18,7 +18,7 @@ import { type ConversationObserver, silentObserver } from './observer.ts'
 import { conversationDetail, conversationList } from './reads.ts'
 import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
-import { acceptTurn } from './turn/accept.ts'
+import { type AcceptedTurn, acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import type { SendAction } from './turn/placement.ts'
 import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
@@ -152,22 +152,39 @@ export function createConversationService(options: ConversationServiceOptions) {
           'The server is busy with too many conversations; try again shortly.',
           CAPACITY_RETRY_AFTER_SECONDS,
         )
+      const isNew = request.conversationId === undefined
       const conversationId = request.conversationId ?? newId()
-      const turn = await inArrivalOrder(conversationId, () =>
-        acceptTurn(deps, {
-          userId: request.userId,
-          conversationId,
-          isNew: request.conversationId === undefined,
-          messages: request.messages.map((message) => ({
-            id: message.id ?? newId(),
-            parts: message.parts,
-          })),
-          temperature: request.temperature,
-          action: request.action,
-          parentMessageId: request.parentMessageId,
-        }),
+      // Nobody else can know a new conversation yet: its first turn is stored
+      // claimed by this process, which runs it at once without claiming it.
+      const lease = isNew ? await runner.leaseForNew(conversationId) : undefined
+      let turn: AcceptedTurn
+      try {
+        turn = await inArrivalOrder(conversationId, () =>
+          acceptTurn(deps, {
+            userId: request.userId,
+            conversationId,
+            isNew,
+            messages: request.messages.map((message) => ({
+              id: message.id ?? newId(),
+              parts: message.parts,
+            })),
+            temperature: request.temperature,
+            action: request.action,
+            parentMessageId: request.parentMessageId,
+            runToken: lease?.token,
+          }),
+        )
+      } catch (error) {
+        if (lease)
+          await runner.refused(lease).catch((cause) => warn('could not release a lease', cause))
+        throw error
+      }
+      runner.accepted(
+        turn.conversationId,
+        turn.messageId,
+        turn.inputs,
+        lease && turn.claimed ? { turn: turn.claimed, lease } : undefined,
       )
-      runner.accepted(turn.conversationId, turn.messageId, turn.inputs)
       return streamOf(turn.messageId, 0)
     },
 

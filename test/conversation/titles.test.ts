@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { titleFrom } from '../../src/conversation/messages.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
-import type { Queryable } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -17,6 +16,7 @@ import {
   get,
   newUser,
   post,
+  recordingStatements,
   sendAndRead,
   type TestApp,
   textMessage,
@@ -123,19 +123,8 @@ for (const backend of appBackends())
       })
 
       test('the title costs no statement of its own: the final write of the reply reads it', async () => {
-        const statements: string[] = []
-        const db = await backend.db()
-        const record = (target: Queryable): Queryable => ({
-          query: (text, params) => {
-            statements.push(text)
-            return target.query(text, params)
-          },
-          exec: (script) => target.exec(script),
-        })
-        const counted = await conversationApp({
-          backend,
-          db: { ...db, ...record(db), transaction: (fn) => db.transaction((tx) => fn(record(tx))) },
-        })
+        const { db, statements } = recordingStatements(await backend.db())
+        const counted = await conversationApp({ backend, db })
         const { frames } = await sendAndRead(counted.app, {
           user_id: newUser(),
           messages: [textMessage('name me without asking again')],

@@ -11,6 +11,7 @@ import {
   get,
   newUser,
   post,
+  recordingStatements,
   sendAndRead,
   type TestApp,
   textMessage,
@@ -21,6 +22,34 @@ for (const backend of appBackends())
     let t: TestApp
     beforeAll(async () => {
       t = await conversationApp({ backend })
+    })
+
+    test('a new conversation starts at once, stored claimed; a send to it is claimed by its runner', async () => {
+      const { db, statements } = recordingStatements(await backend.db())
+      const counted = await conversationApp({ backend, db })
+      const user = newUser()
+      const claims = () => statements.filter((text) => text.includes('SET run_token')).length
+      const first = await sendAndRead(counted.app, { user_id: user, messages: [textMessage('a')] })
+      expect(first.text).toEndWith('data: [DONE]\n\n')
+      await counted.conversations.whenIdle()
+      expect(claims()).toBe(0)
+      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const next = await sendAndRead(counted.app, {
+        user_id: user,
+        conversation_id: cid,
+        messages: [textMessage('b')],
+      })
+      expect(next.text).toEndWith('data: [DONE]\n\n')
+      await counted.conversations.whenIdle()
+      expect(claims()).toBe(1)
+      const stored = await history(counted, user, cid)
+      expect(stored.messages.map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+      ])
+      await counted.conversations.close(0)
     })
 
     interface History {

@@ -16,7 +16,8 @@ import {
 
 // Port 1 on loopback: nothing listens there, so connecting fails at once.
 const deadDb = createPostgresDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
-afterAll(() => deadDb.close())
+// Closing waits up to 5 s for statements still trying to connect (postgres.ts): more than a hook's default.
+afterAll(() => deadDb.close(), 10_000)
 
 // The cache is the backend's own: a cache hit is served without the database.
 for (const backend of appBackends())

@@ -11,7 +11,7 @@ import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { Cache } from '../../src/storage/cache.ts'
-import type { Db } from '../../src/storage/db.ts'
+import type { Db, Queryable } from '../../src/storage/db.ts'
 import { type AppBackend, uniqueName } from './backends.ts'
 
 export interface TestAppOptions {
@@ -126,4 +126,20 @@ export async function sendAndRead(app: TestApp['app'], body: Record<string, unkn
   const response = await post(app, '/backend-api/f/conversation', body)
   const text = await response.text()
   return { response, text, frames: framesOf(text) }
+}
+
+/** `db` noting the text of every statement it runs (in transactions too) in `statements`. */
+export function recordingStatements(db: Db): { db: Db; statements: string[] } {
+  const statements: string[] = []
+  const record = (target: Queryable): Queryable => ({
+    query: (text, params) => {
+      statements.push(text)
+      return target.query(text, params)
+    },
+    exec: (script) => target.exec(script),
+  })
+  return {
+    db: { ...db, ...record(db), transaction: (fn) => db.transaction((tx) => fn(record(tx))) },
+    statements,
+  }
 }

@@ -14,7 +14,7 @@ import { type FirstSend, storeFirstSend } from '../first-send-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
-import { insertReplyPlaceholder, type ReplyMetadata } from '../turn-repository.ts'
+import { insertReplyPlaceholder, type QueuedTurn, type ReplyMetadata } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction } from './placement.ts'
 import { openTurnLog } from './prefix.ts'
@@ -33,6 +33,12 @@ export interface SendInput {
   action: SendAction
   /** Absent, `client-created-root`, or the id of the message the send follows. */
   parentMessageId?: string
+  /**
+   * For a new conversation whose lease this process took: the lease's fencing
+   * token. The turn is then stored claimed by it and its log opened under it,
+   * so the runner starts it without claiming either.
+   */
+  runToken?: number
 }
 
 export interface AcceptedTurn {
@@ -41,6 +47,8 @@ export interface AcceptedTurn {
   messageId: string
   /** The user messages stored, in order (none for a variant). */
   inputs: StoredMessage[]
+  /** The turn as stored claimed under input.runToken; absent without one. */
+  claimed?: QueuedTurn
 }
 
 /**
@@ -70,19 +78,38 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     ...(input.isNew ? { first_turn: true as const } : {}),
   }
 
+  const runToken = input.isNew ? input.runToken : undefined
   // The log exists before the turn is queued, so its runner always finds it.
-  await openTurnLog(deps, userId, {
-    conversationId,
-    messageId,
-    createTime,
-    modelSlug: deps.model.slug,
-    parentId: answered.id,
-    messageType: input.action,
-    inputs,
-  })
+  await openTurnLog(
+    deps,
+    userId,
+    {
+      conversationId,
+      messageId,
+      createTime,
+      modelSlug: deps.model.slug,
+      parentId: answered.id,
+      messageType: input.action,
+      inputs,
+    },
+    runToken,
+  )
+  const reply: Reply = { id: messageId, createTime, metadata, runToken }
+  let claimed: QueuedTurn | undefined
   try {
-    if (input.isNew) await storeNew(deps, input, inputs, { id: messageId, createTime, metadata })
-    else await storeInExisting(deps, input, inputs, { id: messageId, createTime, metadata })
+    if (input.isNew) {
+      const { replySeq } = await storeNew(deps, input, inputs, reply)
+      if (runToken !== undefined)
+        claimed = {
+          messageId,
+          conversationId,
+          userId,
+          seq: replySeq,
+          createTime,
+          metadata,
+          runToken,
+        }
+    } else await storeInExisting(deps, input, inputs, reply)
   } catch (error) {
     await deps.logs
       .remove(messageId)
@@ -90,7 +117,7 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     throw error
   }
   await invalidateReads(deps, conversationId, userId)
-  return { conversationId, messageId, inputs }
+  return { conversationId, messageId, inputs, ...(claimed ? { claimed } : {}) }
 }
 
 type Reply = FirstSend['reply']
@@ -103,7 +130,7 @@ async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[
   const parentId = await placeSend(deps.db, conversationId, { isNew: true }, placement(input))
   chain(inputs, parentId)
   if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
-  await storeFirstSend(deps.db, {
+  return await storeFirstSend(deps.db, {
     userId,
     conversationId,
     title: titleFrom(textOf(first.content)),

@@ -52,13 +52,21 @@ export function prefixFrames(turn: TurnPrefix): string[] {
   ].map(frameOf)
 }
 
-/** Opens a turn's log with its first items, signing the resume token they carry. */
+/**
+ * Opens a turn's log with its first items, signing the resume token they
+ * carry; under `fence` when the turn's runner is known already (else 0).
+ */
 export async function openTurnLog(
   deps: Pick<TurnDeps, 'logs' | 'tokens'>,
   userId: string,
   turn: Omit<TurnPrefix, 'token'>,
+  fence = 0,
 ): Promise<void> {
   const { messageId, conversationId } = turn
   const token = await deps.tokens.sign({ userId, conversationId, messageId })
-  await deps.logs.open({ messageId, conversationId, userId }, prefixFrames({ ...turn, token }))
+  await deps.logs.open(
+    { messageId, conversationId, userId },
+    prefixFrames({ ...turn, token }),
+    fence,
+  )
 }

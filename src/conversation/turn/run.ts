@@ -26,6 +26,8 @@ export interface TurnRun {
   signal: AbortSignal
   /** The turn's user messages when this process accepted it (saves a query). */
   inputs?: readonly StoredMessage[]
+  /** The log was opened under `token` as the turn was accepted: it needs no claim. */
+  logOpened?: boolean
 }
 
 /** Runs a turn claimed with run.token; resolves true once it is over, false when it is not this runner's to end. */
@@ -35,6 +37,8 @@ export async function runTurn(
   claim: TurnClaim,
   run: TurnRun,
 ): Promise<boolean> {
+  if (run.logOpened)
+    return streamReply(deps, turn, run, run.inputs ?? (await turnInputs(deps.db, turn)))
   let log: TurnLogInfo | undefined
   try {
     log = await deps.logs.claim(turn.messageId, run.token)
