@@ -520,14 +520,19 @@ for (const backend of turnLogBackends()) {
         await remote.close()
       })
 
-      test('a batch of appends to many logs is one pipeline and one script call', async () => {
-        // A client of its own, so no reader's pipeline is counted.
+      /** A store on a Redis client of its own, so that no other store's commands are counted. */
+      const storeOnOwnClient = () => {
         const client = new Redis(inspect.url)
         const batched = createRedisTurnLogs({
           redis: client,
           keyPrefix: inspect.prefix,
           retentionMs: RETENTION_MS,
         })
+        return { client, batched }
+      }
+
+      test('a batch of appends to many logs is one pipeline and one script call', async () => {
+        const { client, batched } = storeOnOwnClient()
         const ids = await Promise.all(Array.from({ length: 50 }, () => logWith(batched, [])))
         const realPipeline = client.pipeline.bind(client)
         const pipelines = spyOn(client, 'pipeline')
@@ -577,12 +582,7 @@ for (const backend of turnLogBackends()) {
       })
 
       test('after Redis loses its scripts, opens, claims and a whole batch still land, in order', async () => {
-        const client = new Redis(inspect.url)
-        const batched = createRedisTurnLogs({
-          redis: client,
-          keyPrefix: inspect.prefix,
-          retentionMs: RETENTION_MS,
-        })
+        const { client, batched } = storeOnOwnClient()
         const ids = await Promise.all(Array.from({ length: 20 }, () => logWith(batched, ['x'])))
         const big = Array.from({ length: 1_100 }, (_, index) => `big${index}`)
         const pipelines = spyOn(client, 'pipeline')
