@@ -147,8 +147,10 @@ export function createTurnRunner(deps: RunnerDeps) {
       })
       .then(async (lookAgain) => {
         drives.delete(conversationId)
-        // A send accepted while the lease was being given back is run now.
-        if (lookAgain && (await nextTurn(deps.db, conversationId))) kick(conversationId)
+        // A send accepted while the lease was being given back (or while this
+        // drive was ending without it) is run now.
+        if ((lookAgain || drive.pending) && (await nextTurn(deps.db, conversationId)))
+          kick(conversationId)
       })
       .catch((error) => deps.warn('turn runner failed', error))
     return drive
@@ -196,45 +198,56 @@ export function createTurnRunner(deps: RunnerDeps) {
     while (drives.size > 0) await Promise.all([...drives.values()].map((drive) => drive.done))
   }
 
+  /**
+   * Queues nothing itself (acceptTurn did): starts running the conversation
+   * here if nobody does. With a lease from leaseToRun it runs here at once,
+   * the turn stored claimed first when `claimed` is given.
+   */
+  function accepted(
+    conversationId: string,
+    messageId: string,
+    inputs: readonly StoredMessage[],
+    taken?: { lease: Lease; claimed?: QueuedTurn },
+  ): void {
+    if (!taken) {
+      kick(conversationId)?.inputs.set(messageId, inputs)
+      return
+    }
+    const ending = drives.get(conversationId)
+    if (ending) {
+      // A drive started meanwhile (a sweep) cannot get the lease this send
+      // holds, so it is ending: this one starts once it has.
+      void ending.done.then(() => accepted(conversationId, messageId, inputs, taken))
+      return
+    }
+    drive(conversationId, {
+      lease: taken.lease,
+      ...(taken.claimed
+        ? // Current from now on, so a stop that arrives before the turn starts aborts it.
+          { first: taken.claimed, current: { messageId, abort: new AbortController() } }
+        : {}),
+      inputs: new Map([[messageId, inputs]]),
+      pending: false,
+      lost: false,
+    })
+  }
+
   return {
     /**
-     * The lease of a conversation a send is creating, so that its first turn
-     * is stored claimed (acceptTurn's runToken) and starts here without a
-     * claim; undefined while shutting down (or if someone holds it).
+     * The conversation's lease for a send about to be accepted here, so that
+     * its turn can be stored claimed (acceptTurn's runToken) and start here
+     * without a claim; undefined while shutting down, while this process runs
+     * the conversation already, or when someone else holds the lease.
      */
-    async leaseForNew(conversationId: string): Promise<Lease | undefined> {
-      if (closing) return undefined
+    async leaseToRun(conversationId: string): Promise<Lease | undefined> {
+      if (closing || drives.has(conversationId)) return undefined
       return await deps.leases.acquire(conversationId, deps.leaseMs)
     },
-    /** Gives back a lease from leaseForNew whose send was refused. */
-    async refused(lease: Lease): Promise<void> {
-      await deps.leases.release(lease)
+    /** Gives back a lease from leaseToRun whose send was refused; runs what was queued meanwhile. */
+    async refused(conversationId: string, lease: Lease): Promise<void> {
+      if (await deps.leases.release(lease)) kick(conversationId)
     },
-    /**
-     * Queues nothing itself (acceptTurn did): starts running the conversation
-     * here if nobody does; at once, with `claimed`, for a turn stored claimed
-     * under a lease from leaseForNew.
-     */
-    accepted(
-      conversationId: string,
-      messageId: string,
-      inputs: readonly StoredMessage[],
-      claimed?: { turn: QueuedTurn; lease: Lease },
-    ) {
-      if (!claimed) {
-        kick(conversationId)?.inputs.set(messageId, inputs)
-        return
-      }
-      // Current from now on, so a stop that arrives before the turn starts aborts it.
-      drive(conversationId, {
-        lease: claimed.lease,
-        first: claimed.turn,
-        current: { messageId, abort: new AbortController() },
-        inputs: new Map([[messageId, inputs]]),
-        pending: false,
-        lost: false,
-      })
-    },
+    accepted,
     /**
      * Sweeps now and every half lease from now on: finishes what a crashed
      * process left, and takes over the turns of instances that died.

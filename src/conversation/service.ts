@@ -4,7 +4,7 @@
 // as parameters and knows nothing of HTTP.
 import { randomUUID } from 'node:crypto'
 import { busy, invalid, notFound, unauthenticated } from '../errors.ts'
-import type { ConversationLeases } from '../state/conversation-leases.ts'
+import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
@@ -18,7 +18,7 @@ import { type ConversationObserver, silentObserver } from './observer.ts'
 import { conversationDetail, conversationList } from './reads.ts'
 import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
-import { type AcceptedTurn, acceptTurn } from './turn/accept.ts'
+import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import type { SendAction } from './turn/placement.ts'
 import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
@@ -154,13 +154,14 @@ export function createConversationService(options: ConversationServiceOptions) {
         )
       const isNew = request.conversationId === undefined
       const conversationId = request.conversationId ?? newId()
-      // Nobody else can know a new conversation yet: its first turn is stored
-      // claimed by this process, which runs it at once without claiming it.
-      const lease = isNew ? await runner.leaseForNew(conversationId) : undefined
-      let turn: AcceptedTurn
-      try {
-        turn = await inArrivalOrder(conversationId, () =>
-          acceptTurn(deps, {
+      let lease: Lease | undefined
+      const turn = await inArrivalOrder(conversationId, async () => {
+        // With the conversation's lease (always free for a new one), the turn
+        // is stored claimed by this process when nothing is queued before it,
+        // and runs here at once without claiming it.
+        lease = await runner.leaseToRun(conversationId)
+        try {
+          return await acceptTurn(deps, {
             userId: request.userId,
             conversationId,
             isNew,
@@ -172,18 +173,20 @@ export function createConversationService(options: ConversationServiceOptions) {
             action: request.action,
             parentMessageId: request.parentMessageId,
             runToken: lease?.token,
-          }),
-        )
-      } catch (error) {
-        if (lease)
-          await runner.refused(lease).catch((cause) => warn('could not release a lease', cause))
-        throw error
-      }
+          })
+        } catch (error) {
+          if (lease)
+            await runner
+              .refused(conversationId, lease)
+              .catch((cause) => warn('could not release a lease', cause))
+          throw error
+        }
+      })
       runner.accepted(
         turn.conversationId,
         turn.messageId,
         turn.inputs,
-        lease && turn.claimed ? { turn: turn.claimed, lease } : undefined,
+        lease && { lease, ...(turn.claimed ? { claimed: turn.claimed } : {}) },
       )
       return streamOf(turn.messageId, 0)
     },

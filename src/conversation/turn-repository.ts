@@ -37,29 +37,41 @@ const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 /**
  * Stores the in-progress reply row of a turn being accepted, as a child of the
  * message it answers, and makes it the conversation's current node (CONTRACT
- * §10): a send accepted after it follows it by default.
+ * §10): a send accepted after it follows it by default. With `runToken` (the
+ * accepting process holds the conversation's lease) the row is stored claimed
+ * by it when no other turn of the conversation is unfinished, so that it runs
+ * at once; else it queues unclaimed. Run inside the transaction that locks
+ * the conversation, so concurrent accepts see each other's rows.
  */
 export async function insertReplyPlaceholder(
   tx: Queryable,
   conversationId: string,
-  reply: { id: string; createTime: number; metadata: ReplyMetadata },
-): Promise<void> {
-  await tx.query(
+  reply: { id: string; createTime: number; metadata: ReplyMetadata; runToken?: number },
+): Promise<{ seq: number; claimed: boolean }> {
+  const rows = await tx.query<{ seq: number; claimed: boolean }>(
     `WITH reply AS (
-       INSERT INTO messages
-              (id, conversation_id, parent_id, role, content, status, metadata, created_at, updated_at)
+       INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
+                             created_at, updated_at, run_token)
        VALUES ($1, $2, $3, 'assistant', '{"content_type":"text","parts":[""]}', 'in_progress',
-               $4::text::jsonb, $5, $5)
-       RETURNING id)
-     UPDATE conversations SET current_node = reply.id FROM reply WHERE conversations.id = $2`,
+               $4::text::jsonb, $5, $5,
+               CASE WHEN NOT EXISTS (SELECT 1 FROM messages
+                                      WHERE conversation_id = $2 AND status = 'in_progress')
+                    THEN $6::bigint END)
+       RETURNING id, seq::int AS seq, run_token IS NOT NULL AS claimed)
+     UPDATE conversations SET current_node = reply.id FROM reply WHERE conversations.id = $2
+     RETURNING reply.seq, reply.claimed`,
     [
       reply.id,
       conversationId,
       reply.metadata.parent_id,
       JSON.stringify(reply.metadata),
       toDate(reply.createTime),
+      reply.runToken ?? null,
     ],
   )
+  const row = rows[0]
+  if (!row) throw new Error('insertReplyPlaceholder: the conversation is gone')
+  return row
 }
 
 type TurnRow = {

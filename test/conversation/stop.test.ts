@@ -20,7 +20,6 @@ import {
   localReply,
   splitIntoChunks,
 } from '../../src/conversation/model/local.ts'
-import type { Db } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -126,29 +125,6 @@ function addedReply(frames: Frame[]) {
   )
   expect(add.o).toBe('add')
   return { aid: add.v.message.id, cid: add.v.conversation_id }
-}
-
-/**
- * The backend's database with every turn claim held until release(): a runner
- * that is slow to pick a turn up after the sender already has its add item.
- */
-function withHeldClaims(db: Db) {
-  let release = () => {}
-  const gate = new Promise<void>((resolve) => {
-    release = resolve
-  })
-  const held: Db = {
-    kind: db.kind,
-    query: async <T extends Record<string, unknown>>(text: string, params?: readonly unknown[]) => {
-      if (text.includes('SET run_token')) await gate
-      return db.query<T>(text, params)
-    },
-    exec: (script) => db.exec(script),
-    transaction: (fn) => db.transaction(fn),
-    ping: () => db.ping(),
-    close: async () => {}, // the backend's shared database stays open
-  }
-  return { db: held, release }
 }
 
 for (const backend of appBackends())
@@ -415,16 +391,16 @@ for (const backend of appBackends())
     // on the turn and the runner ends it when it claims it. On real
     // Postgres+Redis this is the usual case for a stop sent right after the add
     // item; the claim is held here to make it deterministic.
-    test('a stop before the runner claims a queued turn still stops it', async () => {
-      const { db, release } = withHeldClaims(await backend.db())
+    test('a stop before any runner claims a queued turn still stops it', async () => {
+      // Short leases, so the sweep soon takes up what the "other instance" leaves.
       const held = await conversationApp({
         backend,
-        db,
+        env: { TURN_LEASE_MS: '200' },
         model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
       })
+      const state = await backend.state()
       const user = newUser()
       try {
-        // A new conversation's first turn is stored claimed: it runs while claims are held.
         const first = framesOf(
           await (
             await post(held.app, SEND, { user_id: user, messages: [textMessage('hi')] })
@@ -432,6 +408,10 @@ for (const backend of appBackends())
         )
         expect(first.at(-1)?.data).toBe('[DONE]')
         const { cid: conversation } = addedReply(first)
+        await held.conversations.whenIdle()
+        // Another instance holds the conversation's lease: the send queues, claimed by nobody.
+        const other = await state.leases.acquire(conversation, 60_000)
+        expect(other).toBeDefined()
         const stream = sseReader(
           await post(held.app, SEND, {
             user_id: user,
@@ -445,7 +425,9 @@ for (const backend of appBackends())
 
         const stopped = await post(held.app, STOP, { conversation_id: cid }, { 'x-user-id': user })
         expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
-        release()
+        // The other instance goes away; this one's sweep takes the turn up.
+        if (other) await state.leases.release(other)
+        held.conversations.startRecovery()
         const frames = framesOf(await stream.rest())
         // The model never ran: right after the four first items, the interrupted ending.
         expect(frames.slice(4).map((frame) => frame.raw)).toEqual([
@@ -459,8 +441,7 @@ for (const backend of appBackends())
           { role: 'assistant', text: '' },
         ])
       } finally {
-        release()
-        await held.conversations.whenIdle()
+        await held.conversations.close(0)
       }
     })
   })

@@ -3,6 +3,7 @@
 // CONTRACT §4.3 and keeps the partial reply; the context list is kept.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { contextKey } from '../../src/conversation/cache-keys.ts'
+import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
 import { appBackends } from '../support/backends.ts'
 import {
@@ -24,16 +25,19 @@ for (const backend of appBackends())
       t = await conversationApp({ backend })
     })
 
-    test('a new conversation starts at once, stored claimed; a send to it is claimed by its runner', async () => {
+    test('a send with nothing before it is stored claimed and starts at once; one queued behind a turn is claimed by its runner', async () => {
       const { db, statements } = recordingStatements(await backend.db())
-      const counted = await conversationApp({ backend, db })
+      const counted = await conversationApp({
+        backend,
+        db,
+        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 5 }),
+      })
       const user = newUser()
       const claims = () => statements.filter((text) => text.includes('SET run_token')).length
       const first = await sendAndRead(counted.app, { user_id: user, messages: [textMessage('a')] })
       expect(first.text).toEndWith('data: [DONE]\n\n')
-      await counted.conversations.whenIdle()
-      expect(claims()).toBe(0)
       const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      await counted.conversations.whenIdle()
       const next = await sendAndRead(counted.app, {
         user_id: user,
         conversation_id: cid,
@@ -41,13 +45,31 @@ for (const backend of appBackends())
       })
       expect(next.text).toEndWith('data: [DONE]\n\n')
       await counted.conversations.whenIdle()
+      expect(claims()).toBe(0)
+      // Two at once: the first starts at once, the second queues behind it.
+      const [third, fourth] = await Promise.all(
+        ['c', 'd'].map((text) =>
+          sendAndRead(counted.app, {
+            user_id: user,
+            conversation_id: cid,
+            messages: [textMessage(text)],
+          }),
+        ),
+      )
+      expect(third?.text).toEndWith('data: [DONE]\n\n')
+      expect(fourth?.text).toEndWith('data: [DONE]\n\n')
+      await counted.conversations.whenIdle()
       expect(claims()).toBe(1)
       const stored = await history(counted, user, cid)
-      expect(stored.messages.map((message) => message.role)).toEqual([
-        'user',
-        'assistant',
-        'user',
-        'assistant',
+      expect(stored.messages.map((message) => message.content.parts[0]?.slice(0, 1))).toEqual([
+        'a',
+        expect.any(String),
+        'b',
+        expect.any(String),
+        'c',
+        expect.any(String),
+        'd',
+        expect.any(String),
       ])
       await counted.conversations.close(0)
     })

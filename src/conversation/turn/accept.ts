@@ -6,7 +6,9 @@
 // conversation in one statement (first-send-repository.ts), an existing one in
 // a transaction that locks it and reads its tree first. From then on the turn
 // is queued for whichever instance holds the conversation's lease, and the
-// sender reads the log.
+// sender reads the log. When the accepting process took that lease for the
+// send (runToken) and no other turn of the conversation is unfinished, the
+// turn is stored claimed by it and starts there at once, without a claim.
 
 import { allInOrder } from '../../storage/db.ts'
 import { lockOwnConversation } from '../conversations-repository.ts'
@@ -34,9 +36,10 @@ export interface SendInput {
   /** Absent, `client-created-root`, or the id of the message the send follows. */
   parentMessageId?: string
   /**
-   * For a new conversation whose lease this process took: the lease's fencing
-   * token. The turn is then stored claimed by it and its log opened under it,
-   * so the runner starts it without claiming either.
+   * The fencing token of the conversation's lease when this process took it
+   * for the send. The turn is then stored claimed by it (for an existing
+   * conversation, only when no other turn of it is unfinished) and its log
+   * opened under it, so the runner starts it without claiming either.
    */
   runToken?: number
 }
@@ -47,7 +50,7 @@ export interface AcceptedTurn {
   messageId: string
   /** The user messages stored, in order (none for a variant). */
   inputs: StoredMessage[]
-  /** The turn as stored claimed under input.runToken; absent without one. */
+  /** The turn as stored claimed under input.runToken; absent when it queued unclaimed. */
   claimed?: QueuedTurn
 }
 
@@ -78,7 +81,7 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     ...(input.isNew ? { first_turn: true as const } : {}),
   }
 
-  const runToken = input.isNew ? input.runToken : undefined
+  const { runToken } = input
   // The log exists before the turn is queued, so its runner always finds it.
   await openTurnLog(
     deps,
@@ -97,19 +100,19 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   const reply: Reply = { id: messageId, createTime, metadata, runToken }
   let claimed: QueuedTurn | undefined
   try {
-    if (input.isNew) {
-      const { replySeq } = await storeNew(deps, input, inputs, reply)
-      if (runToken !== undefined)
-        claimed = {
-          messageId,
-          conversationId,
-          userId,
-          seq: replySeq,
-          createTime,
-          metadata,
-          runToken,
-        }
-    } else await storeInExisting(deps, input, inputs, reply)
+    const stored = input.isNew
+      ? { ...(await storeNew(deps, input, inputs, reply)), claimed: runToken !== undefined }
+      : await storeInExisting(deps, input, inputs, reply)
+    if (runToken !== undefined && stored.claimed)
+      claimed = {
+        messageId,
+        conversationId,
+        userId,
+        seq: stored.replySeq,
+        createTime,
+        metadata,
+        runToken,
+      }
   } catch (error) {
     await deps.logs
       .remove(messageId)
@@ -147,7 +150,7 @@ async function storeInExisting(
   reply: Reply,
 ) {
   const { conversationId, userId } = input
-  await deps.db.transaction(async (tx) => {
+  return await deps.db.transaction(async (tx) => {
     const current = await lockOwnConversation(tx, conversationId, userId)
     const parentId = await placeSend(
       tx,
@@ -159,10 +162,11 @@ async function storeInExisting(
     // The writes go out together, each sent before the next, so they run in
     // this order in one round trip instead of one each: under load a round
     // trip waits for the event loop, and the connection is held meanwhile.
-    await allInOrder([
-      insertMessages(tx, conversationId, inputs, 'finished_successfully'),
-      insertReplyPlaceholder(tx, conversationId, reply),
-    ])
+    const messages = insertMessages(tx, conversationId, inputs, 'finished_successfully')
+    const placed = insertReplyPlaceholder(tx, conversationId, reply)
+    await allInOrder([messages, placed])
+    const { seq, claimed } = await placed
+    return { replySeq: seq, claimed }
   })
 }
 
