@@ -51,8 +51,8 @@ interface Drive {
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>
 
-/** The claim of a turn stored claimed as it was accepted: it never ran, nothing was stored or asked of it. */
-const UNCLAIMED_BEFORE: TurnClaim = {
+/** The claim of a turn stored claimed as it was accepted: it never ran, and no stop was recorded before it started. */
+const CLAIMED_AT_ACCEPT: TurnClaim = {
   previousToken: null,
   content: { content_type: 'text', parts: [''] },
   stopRequested: false,
@@ -84,7 +84,7 @@ export function createTurnRunner(deps: RunnerDeps) {
       if (drive.first && drive.current) {
         // Claimed as it was stored, its log opened under the lease: nothing to claim.
         const turn = drive.first
-        const over = await runTurn(deps, turn, UNCLAIMED_BEFORE, {
+        const over = await runTurn(deps, turn, CLAIMED_AT_ACCEPT, {
           token: lease.token,
           signal: drive.current.abort.signal,
           inputs: drive.inputs.get(turn.messageId),
