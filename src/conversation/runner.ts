@@ -156,8 +156,15 @@ export function createTurnRunner(deps: RunnerDeps) {
     return drive
   }
 
+  /** Leases taken by leaseToRun for sends being accepted now, by conversation (renewed like the drives'). */
+  const accepting = new Map<string, Lease>()
+
   const renewals = setInterval(
     () => {
+      for (const lease of accepting.values())
+        deps.leases
+          .renew(lease, deps.leaseMs)
+          .catch((error) => deps.warn('could not renew a lease', error))
       for (const drive of drives.values()) {
         const lease = drive.lease
         if (!lease || drive.lost) continue
@@ -213,6 +220,7 @@ export function createTurnRunner(deps: RunnerDeps) {
       kick(conversationId)?.inputs.set(messageId, inputs)
       return
     }
+    accepting.delete(conversationId)
     const ending = drives.get(conversationId)
     if (ending) {
       // A drive started meanwhile (a sweep) cannot get the lease this send
@@ -241,10 +249,14 @@ export function createTurnRunner(deps: RunnerDeps) {
      */
     async leaseToRun(conversationId: string): Promise<Lease | undefined> {
       if (closing || drives.has(conversationId)) return undefined
-      return await deps.leases.acquire(conversationId, deps.leaseMs)
+      const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+      // Renewed while the send is accepted, however long that takes.
+      if (lease) accepting.set(conversationId, lease)
+      return lease
     },
     /** Gives back a lease from leaseToRun whose send was refused; runs what was queued meanwhile. */
     async refused(conversationId: string, lease: Lease): Promise<void> {
+      accepting.delete(conversationId)
       if (await deps.leases.release(lease)) kick(conversationId)
     },
     accepted,

@@ -74,6 +74,46 @@ for (const backend of appBackends())
       await counted.conversations.close(0)
     })
 
+    test('the lease a send takes stays held however long its accept takes', async () => {
+      const db = await backend.db()
+      let open: () => void = () => {}
+      let entered: () => void = () => {}
+      const gate = new Promise<void>((resolve) => {
+        open = resolve
+      })
+      const accepting = new Promise<void>((resolve) => {
+        entered = resolve
+      })
+      // A send to an existing conversation accepts in a transaction: this one waits at its start.
+      const slow = {
+        ...db,
+        transaction: (async (fn) => {
+          entered()
+          await gate
+          return await db.transaction(fn)
+        }) as typeof db.transaction,
+      }
+      const app = await conversationApp({ backend, db: slow, env: { TURN_LEASE_MS: '100' } })
+      const user = newUser()
+      const first = await sendAndRead(app.app, { user_id: user, messages: [textMessage('a')] })
+      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      await app.conversations.whenIdle()
+      const sending = sendAndRead(app.app, {
+        user_id: user,
+        conversation_id: cid,
+        messages: [textMessage('b')],
+      })
+      await accepting
+      // Four lease lifetimes: what is under test is that the lease does not expire meanwhile.
+      await Bun.sleep(400)
+      const state = await backend.state()
+      expect(await state.leases.acquire(cid, 60_000)).toBeUndefined()
+      open()
+      const { text } = await sending
+      expect(text).toEndWith('data: [DONE]\n\n')
+      await app.conversations.close(0)
+    })
+
     interface History {
       messages: { id: string; role: string; content: { parts: string[] } }[]
     }
