@@ -9,7 +9,7 @@ import { createMemoryState, openRedisState, type State } from '../../src/state/s
 import { appBackends, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import {
   conversationApp,
-  dataOf,
+  conversationIdOf,
   framesOf,
   newUser,
   sendAndRead,
@@ -50,9 +50,7 @@ for (const backend of appBackends())
       })
       expect(text).toEndWith('data: [DONE]\n\n')
       await conversations.whenIdle()
-      const { conversation_id: conversationId } = dataOf<{ conversation_id: string }>(
-        framesOf(text)[1],
-      )
+      const conversationId = conversationIdOf(framesOf(text))
       const [reply] = await db.query<{ id: string }>(
         `SELECT id FROM messages WHERE conversation_id = $1 AND role = 'assistant'`,
         [conversationId],

@@ -11,6 +11,7 @@ import { type ContextMessage, ModelError } from '../../src/conversation/model/pr
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
+  conversationIdOf,
   dataOf,
   type Frame,
   framesOf,
@@ -628,7 +629,7 @@ for (const backend of appBackends())
         })
         const reader = (response.body as ReadableStream<Uint8Array>).getReader()
         const frames = await readUntil(reader, (f) => replyOf(f) === 'first ')
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const read = async () =>
           (await (
             await get(held.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
@@ -666,7 +667,7 @@ for (const backend of appBackends())
         const a = await post(held.app, SEND, { user_id: user, messages: [textMessage('A', 'qa')] })
         const aReader = (a.body as ReadableStream<Uint8Array>).getReader()
         const aFrames = await readUntil(aReader, (f) => replyOf(f) === 'waiting ')
-        const cid = dataOf<{ conversation_id: string }>(aFrames[1]).conversation_id
+        const cid = conversationIdOf(aFrames)
         const aid = dataOf<{ v: { message: { id: string } } }>(aFrames[3]).v.message.id
         // B is accepted (its first items are in its log) while A still runs.
         const b = await post(held.app, SEND, {
@@ -713,7 +714,7 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('try', 'f1')],
         })
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         await failing.conversations.whenIdle()
         const body = (await (
           await get(failing.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })

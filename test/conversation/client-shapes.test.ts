@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
+  conversationIdOf,
   dataOf,
   type Frame,
   framesOf,
@@ -113,7 +114,7 @@ for (const backend of appBackends())
         expect(response.status).toBe(200)
         const input = dataOf<{ input_message: { id: string; author: unknown } }>(frames[2])
         expect(input.input_message).toMatchObject({ id: 'r-1', author: { role: 'user' } })
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         expect(await storedRoles(user, cid)).toEqual([
           ['user', 'who am I?'],
           ['assistant', replyOf(frames)],
@@ -186,7 +187,7 @@ for (const backend of appBackends())
         )
         expect(response.status).toBe(200)
         const frames = framesOf(await response.text())
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const list = (await (
           await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
         ).json()) as { items: { id: string }[] }
@@ -203,7 +204,7 @@ for (const backend of appBackends())
           { 'x-user-id': headerUser },
         )
         const frames = framesOf(await response.text())
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const own = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': bodyUser })
         expect(own.status).toBe(200)
         const other = await get(t.app, `/backend-api/conversation/${cid}`, {

@@ -7,7 +7,7 @@ import type { Db } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
-  dataOf,
+  conversationIdOf,
   get,
   newUser,
   sendAndRead,
@@ -68,7 +68,7 @@ for (const backend of appBackends())
     async function start(user: string, text: string) {
       const sent = await sendAndRead(t.app, { user_id: user, messages: [textMessage(text)] })
       await t.conversations.whenIdle()
-      return dataOf<{ conversation_id: string }>(sent.frames[1]).conversation_id
+      return conversationIdOf(sent.frames)
     }
 
     async function say(user: string, cid: string, text: string) {

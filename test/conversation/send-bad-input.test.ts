@@ -6,7 +6,7 @@ import { DomainError } from '../../src/errors.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
-  dataOf,
+  conversationIdOf,
   newUser,
   post,
   sendAndRead,
@@ -179,7 +179,7 @@ for (const backend of appBackends())
       test('someone else’s conversation is 404 and its cache keys are untouched', async () => {
         const owner = newUser()
         const first = await sendAndRead(t.app, ok(owner))
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         await t.cache.set(historyKey(cid), 'sentinel-history', 600)
         await t.cache.set(listKey(owner), 'sentinel-list', 600)
         await expectRefused(ok(newUser(), { conversation_id: cid }), 404, /not found/i)
@@ -195,7 +195,7 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('a', 'dup-1')],
         })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         await t.cache.set(historyKey(cid), 'sentinel', 600)
         const error = await expectRefused(
           {
@@ -216,7 +216,7 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('a', 'dup-kind')],
         })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         const refusal = await t.conversations
           .send({
             userId: user,

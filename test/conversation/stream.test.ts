@@ -6,6 +6,7 @@ import { decodeJwt } from 'jose'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
+  conversationIdOf,
   dataOf,
   type Frame,
   get,
@@ -48,7 +49,7 @@ for (const backend of appBackends())
       })
 
       test('sends every item in order, byte for byte', async () => {
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         expect(cid).toMatch(/^[0-9a-f-]{36}$/)
         const token = dataOf<{ token: string }>(frames[1]).token
         const user0 = dataOf<{ input_message: { create_time: number } }>(frames[2]).input_message
@@ -139,15 +140,13 @@ for (const backend of appBackends())
         const claims = decodeJwt(token)
         const aid = dataOf<{ v: { message: { id: string } } }>(frames[3]).v.message.id
         expect(claims.sub).toBe(user)
-        expect(claims.conversation_id).toBe(
-          dataOf<{ conversation_id: string }>(frames[1]).conversation_id,
-        )
+        expect(claims.conversation_id).toBe(conversationIdOf(frames))
         expect(claims.message_id).toBe(aid)
         expect((claims.exp as number) - (claims.iat as number)).toBe(7200)
       })
 
       test('stores both messages; the appended chunks equal the stored reply', async () => {
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const chunks = frames
           .slice(5, -4)
           .map((frame) => dataOf<{ v: [{ v: string }] }>(frame).v[0].v)
@@ -170,7 +169,7 @@ for (const backend of appBackends())
       test('continues it: one input_message per input, reply answers the last one', async () => {
         const user = newUser()
         const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('one')] })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         const second = await sendAndRead(t.app, {
           user_id: user,
           conversation_id: cid,
@@ -207,7 +206,7 @@ for (const backend of appBackends())
       test('the reply depends on the context the cache list feeds the model', async () => {
         const user = newUser()
         const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('alpha')] })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         const body = { user_id: user, conversation_id: cid, messages: [textMessage('beta')] }
         const withContext = await sendAndRead(t.app, body)
         const fresh = await sendAndRead(t.app, {

@@ -10,6 +10,7 @@ import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
+  conversationIdOf,
   dataOf,
   type Frame,
   framesOf,
@@ -110,7 +111,7 @@ for (const backend of appBackends())
           'message_stream_complete',
           '[DONE]',
         ])
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const expected = titleFrom(first)
         expect(Array.from(expected)).toHaveLength(80)
         expect(titleItems(frames)).toEqual([
@@ -144,7 +145,7 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('hello', 'h1')],
         })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         const later = [
           { messages: [textMessage('more', 'h2')] },
           { messages: [textMessage('edited', 'h3')], parent_message_id: 'client-created-root' },

@@ -8,6 +8,7 @@ import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
+  conversationIdOf,
   dataOf,
   get,
   newUser,
@@ -36,7 +37,7 @@ for (const backend of appBackends())
       const claims = () => statements.filter((text) => text.includes('SET run_token')).length
       const first = await sendAndRead(counted.app, { user_id: user, messages: [textMessage('a')] })
       expect(first.text).toEndWith('data: [DONE]\n\n')
-      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const cid = conversationIdOf(first.frames)
       await counted.conversations.whenIdle()
       const next = await sendAndRead(counted.app, {
         user_id: user,
@@ -96,7 +97,7 @@ for (const backend of appBackends())
       const app = await conversationApp({ backend, db: slow, env: { TURN_LEASE_MS: '100' } })
       const user = newUser()
       const first = await sendAndRead(app.app, { user_id: user, messages: [textMessage('a')] })
-      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const cid = conversationIdOf(first.frames)
       await app.conversations.whenIdle()
       const sending = sendAndRead(app.app, {
         user_id: user,
@@ -125,7 +126,7 @@ for (const backend of appBackends())
     test('concurrent sends to one conversation are applied in arrival order, none lost', async () => {
       const user = newUser()
       const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('start')] })
-      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const cid = conversationIdOf(first.frames)
       const sends = Array.from({ length: 6 }, (_, i) =>
         post(t.app, '/backend-api/f/conversation', {
           user_id: user,
@@ -156,7 +157,7 @@ for (const backend of appBackends())
       test('holds the last 20 messages as JSON, expiring after a day', async () => {
         const user = newUser()
         const first = await sendAndRead(t.app, { user_id: user, messages: [textMessage('m0')] })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         for (let i = 1; i < 12; i++)
           await sendAndRead(t.app, {
             user_id: user,
@@ -180,7 +181,7 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('remember this')],
         })
-        const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+        const cid = conversationIdOf(first.frames)
         await t.cache.flush()
         await sendAndRead(t.app, {
           user_id: user,
@@ -228,7 +229,7 @@ for (const backend of appBackends())
           messages: [textMessage('hi')],
         })
         expect(response.status).toBe(200)
-        const cid = dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+        const cid = conversationIdOf(frames)
         const aid = dataOf<{ v: { message: { id: string; metadata: { model_slug: string } } } }>(
           frames[3],
         ).v.message

@@ -10,7 +10,7 @@ import { call } from '../docstore/harness.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
-  dataOf,
+  conversationIdOf,
   type Frame,
   newUser,
   sendAndRead,
@@ -96,7 +96,7 @@ for (const backend of appBackends())
         user_id: user,
         messages: [textMessage('first', 'i1')],
       })
-      const cid = dataOf<{ conversation_id: string }>(first.frames[1]).conversation_id
+      const cid = conversationIdOf(first.frames)
       const two = await sendAndRead(t.app, {
         user_id: user,
         conversation_id: cid,

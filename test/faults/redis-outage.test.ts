@@ -14,7 +14,7 @@ import type { ResilientCache } from '../../src/storage/resilient-cache.ts'
 import { embeddedBackend, resilient, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import {
   conversationApp,
-  dataOf,
+  conversationIdOf,
   get,
   newUser,
   sendAndRead,
@@ -63,7 +63,7 @@ function conversation(t: TestApp, user: string) {
       })
       expect(response.status).toBe(200)
       expect(frames.at(-1)?.data).toBe('[DONE]')
-      id ??= dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+      id ??= conversationIdOf(frames)
       return performance.now() - started
     },
     async detail() {

@@ -143,3 +143,8 @@ export function recordingStatements(db: Db): { db: Db; statements: string[] } {
     statements,
   }
 }
+
+/** The conversation a send's stream belongs to, from its resume-token item (the second). */
+export function conversationIdOf(frames: Frame[]): string {
+  return dataOf<{ conversation_id: string }>(frames[1]).conversation_id
+}
