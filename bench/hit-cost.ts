@@ -29,7 +29,7 @@ import { corsPlugin } from '../src/cors.ts'
 import { openDependencies } from '../src/dependencies.ts'
 import { errorHandlerWith } from '../src/error-handler.ts'
 import { inputGuard } from '../src/input-guard.ts'
-import { turnBatchedDestination } from '../src/observability/log-destination.ts'
+import { batchedDestination } from '../src/observability/log-destination.ts'
 import { createLogger } from '../src/observability/logger.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
 import { requestLog } from '../src/observability/request-log.ts'
@@ -57,7 +57,7 @@ const config = loadConfig({
 })
 const log = createLogger({
   level: config.logLevel,
-  destination: turnBatchedDestination({ fd: openSync('/dev/null', 'w') }),
+  destination: batchedDestination({ fd: openSync('/dev/null', 'w') }),
 })
 const metrics = createMetrics({ processMetrics: false })
 const deps = await openDependencies(config, { log, metrics })

@@ -32,7 +32,8 @@ export function corsPlugin(origins: readonly string[]) {
     )
   return cors({
     origin: [...origins],
-    methods: CORS_METHODS,
+    // One string: as a list the plugin joins it again on every request.
+    methods: CORS_METHODS.join(', '),
     allowedHeaders: CORS_HEADERS,
     exposeHeaders: [],
     credentials: false,

@@ -33,37 +33,67 @@ export function textProblem(text: string): 'nul' | 'surrogate' | undefined {
 const childPath = (path: string, key: string | number) =>
   typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`
 
+type Container = unknown[] | Record<string, unknown>
+
+/** A container being walked: its children are visited in order, `next` first. */
+interface Frame {
+  container: Container
+  path: string
+  /** The object's keys; undefined for an array. */
+  keys: string[] | undefined
+  next: number
+}
+
 /**
- * The first unstorable text in a parsed JSON value, walking it without
- * recursion (a 100,000-deep array must not overflow the stack here either).
+ * The first unstorable text in a parsed JSON value, in document order (an
+ * object's keys before its values), walking it without recursion (a
+ * 100,000-deep array must not overflow the stack here either). A path is
+ * built only for containers and for what is reported: the common case, a
+ * flat object of clean strings (path and query parameters), allocates
+ * nothing but its key list.
  */
 export function findUnstorableText(
   value: unknown,
   maxDepth = MAX_JSON_DEPTH,
 ): UnstorableText | undefined {
-  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path: '', depth: 0 }]
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const { value: current, path, depth } = next
-    if (typeof current === 'string') {
-      const problem = textProblem(current)
-      if (problem) return { path, problem, inKey: false }
-      continue
+  if (typeof value === 'string') {
+    const problem = textProblem(value)
+    return problem ? { path: '', problem, inKey: false } : undefined
+  }
+  const stack: Frame[] = []
+  /** Starts walking a container, or reports it too deep or one of its keys. */
+  const enter = (container: Container, path: string): UnstorableText | undefined => {
+    if (stack.length >= maxDepth) return { path, problem: 'depth', inKey: false }
+    if (Array.isArray(container)) {
+      stack.push({ container, path, keys: undefined, next: 0 })
+      return undefined
     }
-    if (typeof current !== 'object' || current === null) continue
-    if (depth >= maxDepth) return { path, problem: 'depth', inKey: false }
-    if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--)
-        pending.push({ value: current[index], path: childPath(path, index), depth: depth + 1 })
-      continue
-    }
-    const entries = Object.entries(current)
-    for (const [key] of entries) {
+    const keys = Object.keys(container)
+    for (const key of keys) {
       const problem = textProblem(key)
       if (problem) return { path, problem, inKey: true }
     }
-    for (let index = entries.length - 1; index >= 0; index--) {
-      const [key, child] = entries[index] as [string, unknown]
-      pending.push({ value: child, path: childPath(path, key), depth: depth + 1 })
+    stack.push({ container, path, keys, next: 0 })
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null) return undefined
+  const rootFound = enter(value as Container, '')
+  if (rootFound) return rootFound
+  for (let frame = stack.at(-1); frame !== undefined; frame = stack.at(-1)) {
+    const { container, keys } = frame
+    const index = frame.next++
+    if (index >= (keys ?? (container as unknown[])).length) {
+      stack.pop()
+      continue
+    }
+    const key = keys ? (keys[index] as string) : index
+    const child = (container as Record<string | number, unknown>)[key]
+    if (typeof child === 'string') {
+      const problem = textProblem(child)
+      if (problem) return { path: childPath(frame.path, key), problem, inKey: false }
+    } else if (typeof child === 'object' && child !== null) {
+      const found = enter(child as Container, childPath(frame.path, key))
+      if (found) return found
     }
   }
   return undefined

@@ -17,8 +17,9 @@ interface ResponseSet {
   status?: number | string
 }
 
-const clear = (headers: Record<string, unknown>) => {
-  for (const key in headers) delete headers[key]
+/** Empties `set.headers` (a new object: deleting keys one by one cost more than the rest of this). */
+const clear = (set: ResponseSet) => {
+  set.headers = {}
 }
 
 /** A Response of `body` as `contentType` carrying the headers hooks have set, which it takes from `set`. */
@@ -26,7 +27,7 @@ export function textResponse(set: ResponseSet, body: string, contentType: string
   const response = new Response(body, {
     headers: { ...set.headers, 'content-type': contentType } as Record<string, string>,
   })
-  clear(set.headers)
+  clear(set)
   return response
 }
 
@@ -51,7 +52,7 @@ export const responseHeaders = new Elysia({ name: 'response-headers' }).mapRespo
     if (set.cookie !== undefined || 'set-cookie' in set.headers) return
     const headers = set.headers as Record<string, unknown>
     if (!foldInto(responseValue, headers)) return
-    clear(headers)
+    clear(set as ResponseSet)
     return responseValue
   },
 )

@@ -47,6 +47,17 @@ describe('findUnstorableText', () => {
     expect(findUnstorableText(`x${NUL}`)).toEqual({ path: '', problem: 'nul', inKey: false })
   })
 
+  test('of several problems, the first in document order is named (keys before values)', () => {
+    const value = { a: { b: ['ok', `x${NUL}`] }, c: NUL, [`k${HIGH}`]: 'v' }
+    expect(findUnstorableText(value)).toEqual({ path: '', problem: 'surrogate', inKey: true })
+    expect(findUnstorableText({ a: { b: ['ok', `x${NUL}`] }, c: NUL })).toEqual({
+      path: 'a.b[1]',
+      problem: 'nul',
+      inKey: false,
+    })
+    expect(findUnstorableText([[['ok']], [`${LOW}`], NUL])?.path).toBe('[1][0]')
+  })
+
   test('a huge key is not echoed whole in the error', () => {
     const key = 'k'.repeat(100_000)
     const found = findUnstorableText({ [key]: NUL })

@@ -9,16 +9,15 @@ import type { Metrics } from './metrics.ts'
  * with no id (`documents:list`, `counter:visits`) as it is.
  */
 export function keyKind(key: string): string {
-  const parts = key.split(':')
-  const first = parts[0] ?? ''
-  if (parts.length >= 3) return `${first}:${parts[parts.length - 1]}`
-  if (parts.length === 2 && /^[0-9a-f-]{16,}$/i.test(parts[1] ?? '')) return first
-  return key
+  const first = key.indexOf(':')
+  if (first === -1) return key
+  const last = key.lastIndexOf(':')
+  if (last !== first) return key.slice(0, first) + key.slice(last)
+  return /^[0-9a-f-]{16,}$/i.test(key.slice(first + 1)) ? key.slice(0, first) : key
 }
 
 export function instrumentedCache(cache: Cache, metrics: Pick<Metrics, 'cacheLookups'>): Cache {
-  const count = (key: string, hit: boolean) =>
-    metrics.cacheLookups.inc({ kind: keyKind(key), result: hit ? 'hit' : 'miss' })
+  const count = (key: string, hit: boolean) => metrics.cacheLookups.count(keyKind(key), hit)
   return {
     ...bind(cache),
     kind: cache.kind,

@@ -8,11 +8,16 @@
 // logs the full URL (query strings name users) and the referrer, keeps its
 // start time in the shared `store`, writes a second line from onError, and has
 // no request id, status or route template, which are the point here.
+//
+// The line is written from members serialized here (logger.ts,
+// preformattedLines): the request id is a UUID or matched REQUEST_ID, which
+// holds nothing JSON escapes, and each route template is quoted once.
 import { randomUUID } from 'node:crypto'
 import { Elysia, StatusMap } from 'elysia'
-import type { Logger } from './logger.ts'
+import { type Logger, preformattedLines } from './logger.ts'
 import type { Metrics } from './metrics.ts'
 
+/** A caller's request id we keep: also what lets the access line carry it unescaped. */
 const REQUEST_ID = /^[\w.:@-]{1,128}$/
 const PROBES = new Set(['/health', '/ready', '/metrics'])
 /** The route label of a request no route matched: one label, whatever the path. */
@@ -37,6 +42,17 @@ export interface RequestLogDeps {
 
 export function requestLog({ log, metrics }: RequestLogDeps) {
   const started = new WeakMap<Request, { id: string; at: number }>()
+  const line = preformattedLines(log, 'request')
+  const quotedRoutes = new Map<string, string>()
+  /** The route label as JSON; labels are route templates, so the map stays as small as the app. */
+  const quotedRoute = (label: string) => {
+    let quoted = quotedRoutes.get(label)
+    if (quoted === undefined) {
+      quoted = JSON.stringify(label)
+      quotedRoutes.set(label, quoted)
+    }
+    return quoted
+  }
   return new Elysia({ name: 'request-log' })
     .onRequest(({ request, set }) => {
       const id = requestIdOf(request)
@@ -54,14 +70,10 @@ export function requestLog({ log, metrics }: RequestLogDeps) {
         { method: request.method, route: label, status: String(status) },
         durationMs / 1000,
       )
-      const fields = {
-        request_id: start?.id,
-        method: request.method,
-        route: label,
-        status,
-        duration_ms: Math.round(durationMs * 10) / 10,
-      }
-      if (PROBES.has(route)) log.debug(fields, 'request')
-      else log.info(fields, 'request')
+      const id = start === undefined ? '' : `"request_id":"${start.id}",`
+      line(
+        PROBES.has(route) ? 'debug' : 'info',
+        `${id}"method":${JSON.stringify(request.method)},"route":${quotedRoute(label)},"status":${status},"duration_ms":${Math.round(durationMs * 10) / 10}`,
+      )
     })
 }

@@ -66,15 +66,13 @@ export function rateLimitPlugin(deps: RateLimitDeps) {
       decision.retryAfterMs / 1000,
     )
   }
-  return new Elysia({ name: 'rate-limit' }).onBeforeHandle(
-    { as: 'global' },
-    async ({ request, body, query, route }) => {
-      if (!limits.sends && !limits.requests) return
-      const user = await userOf(deps, request, body, query)
-      if (user === undefined) return
-      await check(limits.requests, 'requests', user)
-      if (request.method === 'POST' && route === SEND_ROUTE)
-        await check(limits.sends, 'sends', user)
-    },
-  )
+  const plugin = new Elysia({ name: 'rate-limit' })
+  // No limit set, no hook: Elysia awaits a beforeHandle hook on every request.
+  if (!limits.sends && !limits.requests) return plugin
+  return plugin.onBeforeHandle({ as: 'global' }, async ({ request, body, query, route }) => {
+    const user = await userOf(deps, request, body, query)
+    if (user === undefined) return
+    await check(limits.requests, 'requests', user)
+    if (request.method === 'POST' && route === SEND_ROUTE) await check(limits.sends, 'sends', user)
+  })
 }

@@ -41,7 +41,7 @@ describe('instrumentedCache', () => {
     expect(await cache.listAll('chat:x:context')).toEqual([])
     await cache.listPush('chat:x:context', ['a'], 20, 60)
     expect(await cache.listAll('chat:x:context')).toEqual(['a'])
-    const lookups = metrics.cacheLookups
+    const lookups = metrics.cacheLookups.counter
     expect(await valueFor(lookups, { kind: 'conv:history', result: 'miss' })).toBe(1)
     expect(await valueFor(lookups, { kind: 'conv:history', result: 'hit' })).toBe(1)
     expect(await valueFor(lookups, { kind: 'chat:context', result: 'miss' })).toBe(1)
