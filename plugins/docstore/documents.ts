@@ -93,17 +93,22 @@ function cachedList(raw: string | null): StoredDocument[] | undefined {
   }
 }
 
-/** GET /documents: cache-aside under documents:list for 60 s. */
+/**
+ * GET /documents: cache-aside under documents:list for 60 s. The copy is
+ * stored only if no new document invalidated the key while the list was read
+ * (Cache.startFill), so it never outlives a change it predates.
+ */
 export async function listDocuments({ db, cache }: DocumentStoreDeps): Promise<DocumentList> {
   const hit = cachedList(await cache.get(DOCUMENT_LIST_KEY))
   if (hit) return { documents: hit, cached: true }
+  const fill = await cache.startFill(DOCUMENT_LIST_KEY)
   const rows = await listNewestDocuments(db, DOCUMENT_LIST_LIMIT)
   const documents = rows.map((row) => ({
     id: row.id,
     content: row.content,
     metadata: parseMetadata(row.metadata),
   }))
-  await cache.set(DOCUMENT_LIST_KEY, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS)
+  await cache.fill(DOCUMENT_LIST_KEY, fill, JSON.stringify(documents), DOCUMENT_LIST_TTL_SECONDS)
   return { documents, cached: false }
 }
 

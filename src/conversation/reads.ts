@@ -1,7 +1,11 @@
 // The read side of the conversation API with cache-aside (CONTRACT §4.5-§4.6):
 // a hit is one cache read, no database query, and the cached JSON is sent as
 // it is. A cache that is down answers as a miss (resilient-cache.ts), so the
-// database answers instead.
+// database answers instead. A miss marks the key as being filled before it
+// reads the database (Cache.startFill) and stores the copy only if no write
+// invalidated the key meanwhile: otherwise a read that raced a send or a
+// rename would store what it read before the change, after the change's
+// invalidation, and serve it for the key's whole expiry.
 import { notFound } from '../errors.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
@@ -23,10 +27,17 @@ export interface ReadDeps {
 /** The history is cached with its owner, so a hit can refuse other users unparsed. */
 const ownerPrefix = (userId: string) => `{"owner":${JSON.stringify(userId)},"body":`
 
-/** Fills the cache without making the reader wait for it. */
-function store(deps: ReadDeps, key: string, value: string, ttl: number): void {
-  deps.cache.set(key, value, ttl).catch((error) => deps.warn('cache write failed', error))
+/** Fills the cache without making the reader wait for it, unless a write voided the fill. */
+function store(deps: ReadDeps, key: string, fill: string, value: string, ttl: number): void {
+  deps.cache.fill(key, fill, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
+
+/** startFill, with a cache failure costing only the copy (the token is then void). */
+const startFill = (deps: ReadDeps, key: string) =>
+  deps.cache.startFill(key).catch((error) => {
+    deps.warn('cache write failed', error)
+    return ''
+  })
 
 /** The conversation detail JSON of CONTRACT §4.6 and §10; not found when missing or not the user's. */
 export async function conversationDetail(
@@ -41,10 +52,11 @@ export async function conversationDetail(
     if (!hit.startsWith(prefix)) throw notFound('Conversation not found.')
     return hit.slice(prefix.length, -1)
   }
+  const fill = await startFill(deps, key)
   const tree = await readTree(deps.db, conversationId, userId)
   if (!tree) throw notFound('Conversation not found.')
   const body = detailBody(conversationId, tree.currentNode, tree.rows)
-  store(deps, key, `${prefix}${body}}`, HISTORY_TTL_SECONDS)
+  store(deps, key, fill, `${prefix}${body}}`, HISTORY_TTL_SECONDS)
   return body
 }
 
@@ -58,7 +70,8 @@ export async function conversationList(
   const hit = await deps.cache.get(key)
   const cachedPage = hit === null ? undefined : deps.listPages(key, hit, page)
   if (cachedPage !== undefined) return cachedPage
+  const fill = await startFill(deps, key)
   const list = listOf(await listConversations(deps.db, userId))
-  store(deps, key, encodeList(list), LIST_TTL_SECONDS)
+  store(deps, key, fill, encodeList(list), LIST_TTL_SECONDS)
   return pageOf(list, page)
 }

@@ -39,6 +39,8 @@ function bind(cache: Cache): Omit<Cache, 'kind'> {
   return {
     get: (key) => cache.get(key),
     set: (key, value, ttl) => cache.set(key, value, ttl),
+    startFill: (key) => cache.startFill(key),
+    fill: (key, token, value, ttl) => cache.fill(key, token, value, ttl),
     del: (...keys) => cache.del(...keys),
     incr: (key) => cache.incr(key),
     ttl: (key) => cache.ttl(key),

@@ -5,8 +5,8 @@
 // restarts the client fails every command until the process restarts, and it
 // delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
 import { RedisClient } from 'bun'
-import type { Cache } from './cache.ts'
-import { LIST_PUSH, LIST_PUSH_IF_PRESENT, type RedisCacheOptions } from './redis-cache.ts'
+import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
+import { FILL, LIST_PUSH, LIST_PUSH_IF_PRESENT, type RedisCacheOptions } from './redis-cache.ts'
 
 /** DEL + RPUSH + EXPIRE as one step. */
 const LIST_REPLACE = `redis.call('DEL', KEYS[1])
@@ -14,6 +14,12 @@ if #ARGV > 1 then
   redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
   redis.call('EXPIRE', KEYS[1], ARGV[1])
 end`
+
+/** KEYS: the keys, then their fill markers: deletes all, counts the keys. */
+const DEL_WITH_FILLS = `local half = #KEYS / 2
+local deleted = redis.call('DEL', unpack(KEYS, 1, half))
+redis.call('DEL', unpack(KEYS, half + 1))
+return deleted`
 
 export function createBunRedisCache(url: string, options: RedisCacheOptions = {}): Cache {
   const prefix = options.keyPrefix ?? ''
@@ -36,7 +42,34 @@ export function createBunRedisCache(url: string, options: RedisCacheOptions = {}
       if (ttlSeconds === undefined) await redis.set(k(key), value)
       else await redis.set(k(key), value, 'EX', ttlSeconds)
     },
-    del: (...keys) => (keys.length === 0 ? Promise.resolve(0) : redis.del(...keys.map(k))),
+    async del(...keys) {
+      if (keys.length === 0) return 0
+      // Keys and fill markers in one step (a script), so no fill lands in between.
+      const deleted = await redis.send('EVAL', [
+        DEL_WITH_FILLS,
+        String(keys.length * 2),
+        ...keys.map(k),
+        ...keys.map((key) => k(fillKey(key))),
+      ])
+      return Number(deleted)
+    },
+    async startFill(key) {
+      const token = crypto.randomUUID()
+      await redis.send('SET', [k(fillKey(key)), token, 'PX', String(FILL_WINDOW_MS)])
+      return token
+    },
+    async fill(key, token, value, ttlSeconds) {
+      const set = await redis.send('EVAL', [
+        FILL,
+        '2',
+        k(key),
+        k(fillKey(key)),
+        token,
+        value,
+        String(ttlSeconds),
+      ])
+      return Number(set) === 1
+    },
     incr: (key) => redis.incr(k(key)),
     ttl: (key) => redis.ttl(k(key)),
     async listPush(key, values, maxLength, ttlSeconds) {

@@ -3,14 +3,30 @@
 // memory-cache.ts (in-process). The cache only ever holds copies. The service
 // uses a cache through resilient-cache.ts, which decides what a failure means.
 
+/** How long a fill may take from startFill; a slower one is dropped. */
+export const FILL_WINDOW_MS = 10_000
+
+/** The key that marks `key` as being filled (adapters of a server). */
+export const fillKey = (key: string) => `${key}:fill`
+
 export interface Cache {
   /** `redis` for a real server, `memory` for the in-process cache. */
   readonly kind: 'redis' | 'memory'
   get(key: string): Promise<string | null>
   /** Sets the value; with ttlSeconds the key expires after that many seconds. */
   set(key: string, value: string, ttlSeconds?: number): Promise<void>
-  /** Deletes the keys; returns how many existed. */
+  /** Deletes the keys, and voids any fill of them in progress; returns how many existed. */
   del(...keys: string[]): Promise<number>
+  /**
+   * Cache-aside without the stale store: called before reading what `key`
+   * copies from the source of truth, it returns a token for fill. A del of the
+   * key from now on (by anyone), or FILL_WINDOW_MS passing, voids the token,
+   * so a copy read before a change is never stored after the change's
+   * invalidation.
+   */
+  startFill(key: string): Promise<string>
+  /** Sets key to value, expiring after ttlSeconds, if token is not void; true when it did. */
+  fill(key: string, token: string, value: string, ttlSeconds: number): Promise<boolean>
   /** Increments an integer value (absent = 0) and returns the new value. */
   incr(key: string): Promise<number>
   /** Seconds until the key expires; -1 without expiry, -2 when absent. */

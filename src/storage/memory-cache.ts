@@ -1,6 +1,6 @@
 // In-process Cache adapter with the same semantics as Redis: expiry, lists,
 // trim, delete, flush. Expired keys are dropped on access and by a sweep.
-import type { Cache } from './cache.ts'
+import { type Cache, FILL_WINDOW_MS } from './cache.ts'
 
 interface Entry {
   value: string | string[]
@@ -18,6 +18,8 @@ export class WrongTypeError extends Error {
 
 export function createMemoryCache(now: () => number = Date.now): Cache {
   const entries = new Map<string, Entry>()
+  /** Fills in progress: key -> token and when it lapses. */
+  const fills = new Map<string, { token: string; until: number }>()
 
   const live = (key: string): Entry | undefined => {
     const entry = entries.get(key)
@@ -42,6 +44,7 @@ export function createMemoryCache(now: () => number = Date.now): Cache {
 
   const sweep = setInterval(() => {
     for (const key of entries.keys()) live(key)
+    for (const [key, started] of fills) if (started.until <= now()) fills.delete(key)
   }, SWEEP_INTERVAL_MS)
   sweep.unref?.()
 
@@ -53,8 +56,23 @@ export function createMemoryCache(now: () => number = Date.now): Cache {
     },
     async del(...keys) {
       let deleted = 0
-      for (const key of keys) if (live(key) && entries.delete(key)) deleted++
+      for (const key of keys) {
+        fills.delete(key)
+        if (live(key) && entries.delete(key)) deleted++
+      }
       return deleted
+    },
+    async startFill(key) {
+      const token = crypto.randomUUID()
+      fills.set(key, { token, until: now() + FILL_WINDOW_MS })
+      return token
+    },
+    async fill(key, token, value, ttlSeconds) {
+      const started = fills.get(key)
+      if (started?.token !== token || started.until <= now()) return false
+      fills.delete(key)
+      entries.set(key, { value, expiresAt: expiry(ttlSeconds) })
+      return true
     },
     async incr(key) {
       const current = stringAt(key)
@@ -90,11 +108,13 @@ export function createMemoryCache(now: () => number = Date.now): Cache {
     listAll: async (key) => [...(listAt(key) ?? [])],
     async flush() {
       entries.clear()
+      fills.clear()
     },
     async ping() {},
     async close() {
       clearInterval(sweep)
       entries.clear()
+      fills.clear()
     },
   }
 }

@@ -160,6 +160,9 @@ export function createNearCache(
       return fill(key)
     },
     set: (key, value, ttlSeconds) => writing([key], () => shared.set(key, value, ttlSeconds)),
+    startFill: (key) => shared.startFill(key),
+    fill: (key, token, value, ttlSeconds) =>
+      writing([key], () => shared.fill(key, token, value, ttlSeconds)),
     del: (...keys) => writing(keys, () => shared.del(...keys)),
     incr: (key) => writing([key], () => shared.incr(key)),
     ttl: (key) => shared.ttl(key),

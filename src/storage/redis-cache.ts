@@ -2,7 +2,7 @@
 // while Redis is down (one retry) and reconnects are frequent, so that
 // resilient-cache.ts sees an outage at once and its end within a second.
 import Redis from 'ioredis'
-import type { Cache } from './cache.ts'
+import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
 import { redisScript } from './redis-script.ts'
 
 /**
@@ -17,6 +17,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])`
 export const LIST_PUSH_IF_PRESENT = `if redis.call('RPUSHX', KEYS[1], unpack(ARGV, 3)) == 0 then return 0 end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1`
+
+/**
+ * KEYS: the key, its fill marker. ARGV: token, value, ttlSeconds. Sets the
+ * key if the marker still holds the token (no del since startFill), and
+ * drops the marker: 1 when it set.
+ */
+export const FILL = `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+redis.call('DEL', KEYS[2])
 return 1`
 
 export interface RedisCacheOptions {
@@ -39,6 +49,7 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
   const k = (key: string) => prefix + key
   const listPush = redisScript(LIST_PUSH)
   const listPushIfPresent = redisScript(LIST_PUSH_IF_PRESENT)
+  const fill = redisScript(FILL)
 
   async function flushPrefixed() {
     let cursor = '0'
@@ -56,7 +67,26 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
       if (ttlSeconds === undefined) await redis.set(k(key), value)
       else await redis.set(k(key), value, 'EX', ttlSeconds)
     },
-    del: (...keys) => (keys.length === 0 ? Promise.resolve(0) : redis.del(...keys.map(k))),
+    async del(...keys) {
+      if (keys.length === 0) return 0
+      // One step, so no fill can land between the keys and their markers.
+      const results = await redis
+        .multi()
+        .del(...keys.map(k))
+        .del(...keys.map((key) => k(fillKey(key))))
+        .exec()
+        .then(throwOnFailedCommand)
+      return Number(results[0]?.[1] ?? 0)
+    },
+    async startFill(key) {
+      const token = crypto.randomUUID()
+      await redis.set(k(fillKey(key)), token, 'PX', FILL_WINDOW_MS)
+      return token
+    },
+    async fill(key, token, value, ttlSeconds) {
+      const set = await fill.run(redis, [k(key), k(fillKey(key))], [token, value, ttlSeconds])
+      return set === 1
+    },
     incr: (key) => redis.incr(k(key)),
     ttl: (key) => redis.ttl(k(key)),
     async listPush(key, values, maxLength, ttlSeconds) {
@@ -98,4 +128,5 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
 function throwOnFailedCommand(results: [Error | null, unknown][] | null) {
   if (results === null) throw new Error('Redis transaction was aborted')
   for (const [error] of results) if (error) throw error
+  return results
 }

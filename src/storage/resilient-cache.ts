@@ -135,6 +135,19 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
         () => inner.set(key, value, ttlSeconds),
         () => {},
       ),
+    // A fill started while the cache is unavailable carries no token and stores nothing.
+    startFill: (key) =>
+      guarded(
+        () => inner.startFill(key),
+        () => '',
+      ),
+    fill: (key, token, value, ttlSeconds) =>
+      token === ''
+        ? Promise.resolve(false)
+        : guarded(
+            () => inner.fill(key, token, value, ttlSeconds),
+            () => false,
+          ),
     del: (...keys) =>
       guarded(
         () => inner.del(...keys),

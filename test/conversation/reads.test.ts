@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
 import type { Cache } from '../../src/storage/cache.ts'
-import type { Db } from '../../src/storage/db.ts'
+import type { Db, Row } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -50,8 +50,83 @@ function countingCache(cache: Cache) {
   return { cache: counted, counter }
 }
 
+/**
+ * The real test database; once armed, the next query whose text includes
+ * `marker` answers only when released (its rows read before, held back).
+ */
+function holdingDb(db: Db) {
+  let armed: { marker: string; reached: () => void; release: Promise<void> } | undefined
+  const holding: Db = {
+    ...db,
+    kind: db.kind,
+    query: async <T extends Row = Row>(text: string, params?: readonly unknown[]) => {
+      const rows = await db.query<T>(text, params)
+      const hold = armed
+      if (hold && text.includes(hold.marker)) {
+        armed = undefined
+        hold.reached()
+        await hold.release
+      }
+      return rows
+    },
+  }
+  /** Arms the hold: resolves `reached` when a query is held; call the returned release to let it go. */
+  function arm(marker: string) {
+    let reached = () => {}
+    let release = () => {}
+    const held = new Promise<void>((resolve) => {
+      reached = resolve
+    })
+    armed = {
+      marker,
+      reached: () => reached(),
+      release: new Promise<void>((resolve) => {
+        release = resolve
+      }),
+    }
+    return { held, release: () => release() }
+  }
+  return { db: holding, arm }
+}
+
 for (const backend of appBackends())
   describe(backend.name, () => {
+    describe('a read that raced a write', () => {
+      let t: TestApp
+      let holding: ReturnType<typeof holdingDb>
+      beforeAll(async () => {
+        holding = holdingDb(await backend.db())
+        t = await conversationApp({ backend, db: holding.db })
+      })
+
+      test('does not store what it read before the write after the write invalidated it', async () => {
+        const user = newUser()
+        const sent = await sendAndRead(t.app, { user_id: user, messages: [textMessage('one')] })
+        const cid = conversationIdOf(sent.frames)
+        await t.conversations.whenIdle()
+        await t.cache.del(historyKey(cid))
+        // The history read gets its rows, then waits while a send is stored.
+        const hold = holding.arm('JOIN conversations c ON c.id = m.conversation_id')
+        const racing = get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+        await hold.held
+        await sendAndRead(t.app, {
+          user_id: user,
+          conversation_id: cid,
+          messages: [textMessage('two')],
+        })
+        await t.conversations.whenIdle()
+        hold.release()
+        const raced = (await (await racing).json()) as { messages: unknown[] }
+        expect(raced.messages).toHaveLength(2)
+        // Its copy was refused: the next read is a miss that sees both turns.
+        expect(await t.cache.get(historyKey(cid))).toBeNull()
+        const next = (await (
+          await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+        ).json()) as { messages: unknown[] }
+        expect(next.messages).toHaveLength(4)
+      })
+    })
+
     let t: TestApp
     let counter: { queries: number }
     let cacheCounter: { operations: number }

@@ -90,6 +90,46 @@ for (const backend of cacheBackends()) {
       expect(await cache.del()).toBe(0)
     })
 
+    test('fill stores with its expiry when nothing deleted the key since startFill', async () => {
+      const a = key('fill')
+      const token = await cache.startFill(a)
+      expect(await cache.fill(a, token, 'copy', 60)).toBe(true)
+      expect(await cache.get(a)).toBe('copy')
+      expect(await cache.ttl(a)).toBeGreaterThan(55)
+      // A token fills once.
+      await cache.del(a)
+      expect(await cache.fill(a, token, 'again', 60)).toBe(false)
+      expect(await cache.get(a)).toBeNull()
+    })
+
+    test('a del after startFill voids the fill: a copy read before a change is not stored after it', async () => {
+      const a = key('fill')
+      const other = key('fill')
+      const token = await cache.startFill(a)
+      const otherToken = await cache.startFill(other)
+      expect(await cache.del(a)).toBe(0)
+      expect(await cache.fill(a, token, 'stale', 60)).toBe(false)
+      expect(await cache.get(a)).toBeNull()
+      // Only the deleted key's fill is void; del counts keys, not fill markers.
+      expect(await cache.fill(other, otherToken, 'fresh', 60)).toBe(true)
+      expect(await cache.get(other)).toBe('fresh')
+    })
+
+    test('a later startFill, a flush or a wrong token voids a fill', async () => {
+      const a = key('fill')
+      const first = await cache.startFill(a)
+      const second = await cache.startFill(a)
+      expect(await cache.fill(a, first, 'first', 60)).toBe(false)
+      expect(await cache.fill(a, 'not-a-token', 'forged', 60)).toBe(false)
+      expect(await cache.fill(a, second, 'second', 60)).toBe(true)
+      expect(await cache.get(a)).toBe('second')
+      const flushed = key('fill')
+      const token = await cache.startFill(flushed)
+      await cache.flush()
+      expect(await cache.fill(flushed, token, 'stale', 60)).toBe(false)
+      expect(await cache.get(flushed)).toBeNull()
+    })
+
     test('incr counts from an absent key and from an existing integer', async () => {
       const absent = key('incr')
       expect(await cache.incr(absent)).toBe(1)

@@ -2,6 +2,7 @@
 // checked to the millisecond without waiting; WrongTypeError on a string/list
 // mix; values copied in and out; close() dropping everything.
 import { describe, expect, test } from 'bun:test'
+import { FILL_WINDOW_MS } from '../../src/storage/cache.ts'
 import { createMemoryCache, WrongTypeError } from '../../src/storage/memory-cache.ts'
 
 function withClock(start = 1_700_000_000_000) {
@@ -25,6 +26,17 @@ describe('memory cache: expiry on an injected clock', () => {
     advance(1)
     expect(await cache.get('k')).toBeNull()
     expect(await cache.ttl('k')).toBe(-2)
+  })
+
+  test('a fill is void once FILL_WINDOW_MS have passed since startFill', async () => {
+    const { cache, advance } = withClock()
+    const inTime = await cache.startFill('k')
+    advance(FILL_WINDOW_MS - 1)
+    expect(await cache.fill('k', inTime, 'v', 60)).toBe(true)
+    const late = await cache.startFill('k')
+    advance(FILL_WINDOW_MS)
+    expect(await cache.fill('k', late, 'w', 60)).toBe(false)
+    expect(await cache.get('k')).toBe('v')
   })
 
   test('ttl rounds the remaining time to whole seconds, like Redis', async () => {

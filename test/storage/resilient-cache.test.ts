@@ -55,6 +55,8 @@ function switchableCache() {
     get: gate(inner.get),
     set: gate(inner.set),
     del: gate(inner.del),
+    startFill: gate(inner.startFill),
+    fill: gate(inner.fill),
     incr: gate(inner.incr),
     ttl: gate(inner.ttl),
     listPush: gate(inner.listPush),
