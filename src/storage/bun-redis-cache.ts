@@ -6,7 +6,13 @@
 // delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
 import { RedisClient } from 'bun'
 import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
-import { FILL, LIST_PUSH, LIST_PUSH_IF_PRESENT, type RedisCacheOptions } from './redis-cache.ts'
+import {
+  DEL_WITH_FILLS,
+  FILL,
+  LIST_PUSH,
+  LIST_PUSH_IF_PRESENT,
+  type RedisCacheOptions,
+} from './redis-cache.ts'
 
 /** DEL + RPUSH + EXPIRE as one step. */
 const LIST_REPLACE = `redis.call('DEL', KEYS[1])
@@ -14,12 +20,6 @@ if #ARGV > 1 then
   redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
   redis.call('EXPIRE', KEYS[1], ARGV[1])
 end`
-
-/** KEYS: the keys, then their fill markers: deletes all, counts the keys. */
-const DEL_WITH_FILLS = `local half = #KEYS / 2
-local deleted = redis.call('DEL', unpack(KEYS, 1, half))
-redis.call('DEL', unpack(KEYS, half + 1))
-return deleted`
 
 export function createBunRedisCache(url: string, options: RedisCacheOptions = {}): Cache {
   const prefix = options.keyPrefix ?? ''
@@ -44,7 +44,7 @@ export function createBunRedisCache(url: string, options: RedisCacheOptions = {}
     },
     async del(...keys) {
       if (keys.length === 0) return 0
-      // Keys and fill markers in one step (a script), so no fill lands in between.
+      // One step, so no fill can land between the keys and their markers.
       const deleted = await redis.send('EVAL', [
         DEL_WITH_FILLS,
         String(keys.length * 2),

@@ -29,6 +29,12 @@ redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 redis.call('DEL', KEYS[2])
 return 1`
 
+/** KEYS: the keys, then their fill markers. Deletes all in one step, counts the keys. */
+export const DEL_WITH_FILLS = `local half = #KEYS / 2
+local deleted = redis.call('DEL', unpack(KEYS, 1, half))
+redis.call('DEL', unpack(KEYS, half + 1))
+return deleted`
+
 export interface RedisCacheOptions {
   /** Prepended to every key; flush() then deletes only keys with it (tests). */
   keyPrefix?: string
@@ -50,6 +56,7 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
   const listPush = redisScript(LIST_PUSH)
   const listPushIfPresent = redisScript(LIST_PUSH_IF_PRESENT)
   const fill = redisScript(FILL)
+  const delWithFills = redisScript(DEL_WITH_FILLS)
 
   async function flushPrefixed() {
     let cursor = '0'
@@ -70,13 +77,8 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     async del(...keys) {
       if (keys.length === 0) return 0
       // One step, so no fill can land between the keys and their markers.
-      const results = await redis
-        .multi()
-        .del(...keys.map(k))
-        .del(...keys.map((key) => k(fillKey(key))))
-        .exec()
-        .then(throwOnFailedCommand)
-      return Number(results[0]?.[1] ?? 0)
+      const markers = keys.map((key) => k(fillKey(key)))
+      return Number(await delWithFills.run(redis, [...keys.map(k), ...markers], []))
     },
     async startFill(key) {
       const token = crypto.randomUUID()
@@ -128,5 +130,4 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
 function throwOnFailedCommand(results: [Error | null, unknown][] | null) {
   if (results === null) throw new Error('Redis transaction was aborted')
   for (const [error] of results) if (error) throw error
-  return results
 }
