@@ -32,13 +32,6 @@ function store(deps: ReadDeps, key: string, fill: string, value: string, ttl: nu
   deps.cache.fill(key, fill, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
 
-/** startFill, with a cache failure costing only the copy (the token is then void). */
-const startFill = (deps: ReadDeps, key: string) =>
-  deps.cache.startFill(key).catch((error) => {
-    deps.warn('cache write failed', error)
-    return ''
-  })
-
 /** The conversation detail JSON of CONTRACT §4.6 and §10; not found when missing or not the user's. */
 export async function conversationDetail(
   deps: ReadDeps,
@@ -52,7 +45,7 @@ export async function conversationDetail(
     if (!hit.startsWith(prefix)) throw notFound('Conversation not found.')
     return hit.slice(prefix.length, -1)
   }
-  const fill = await startFill(deps, key)
+  const fill = await deps.cache.startFill(key)
   const tree = await readTree(deps.db, conversationId, userId)
   if (!tree) throw notFound('Conversation not found.')
   const body = detailBody(conversationId, tree.currentNode, tree.rows)
@@ -70,7 +63,7 @@ export async function conversationList(
   const hit = await deps.cache.get(key)
   const cachedPage = hit === null ? undefined : deps.listPages(key, hit, page)
   if (cachedPage !== undefined) return cachedPage
-  const fill = await startFill(deps, key)
+  const fill = await deps.cache.startFill(key)
   const list = listOf(await listConversations(deps.db, userId))
   store(deps, key, fill, encodeList(list), LIST_TTL_SECONDS)
   return pageOf(list, page)
