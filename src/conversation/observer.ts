@@ -32,7 +32,8 @@ export interface ConversationObserver {
   turnStarted(turn: TurnRef): void
   turnFinished(turn: TurnRef, report: TurnReport): void
   streamOpened(): void
-  streamItem(): void
+  /** `count` items were read from a turn's log for a stream. */
+  streamItems(count: number): void
   streamClosed(): void
 }
 
@@ -40,6 +41,6 @@ export const silentObserver: ConversationObserver = {
   turnStarted() {},
   turnFinished() {},
   streamOpened() {},
-  streamItem() {},
+  streamItems() {},
   streamClosed() {},
 }

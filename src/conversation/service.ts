@@ -59,7 +59,8 @@ export interface SendRequest {
 
 /** A stream to answer with: a turn's log from an offset, following it live. */
 export interface TurnStream {
-  read(signal: AbortSignal): AsyncGenerator<string>
+  /** The stream's frames, in batches of those that arrived together (TurnLogStore.read). */
+  read(signal: AbortSignal): AsyncGenerator<readonly string[]>
 }
 
 export interface ResumeRequest {
@@ -123,12 +124,14 @@ export function createConversationService(options: ConversationServiceOptions) {
   })
 
   /** A stream's items, counted for the observer while it is open. */
-  async function* observed(items: AsyncGenerator<string>): AsyncGenerator<string> {
+  async function* observed(
+    batches: AsyncGenerator<readonly string[]>,
+  ): AsyncGenerator<readonly string[]> {
     observer.streamOpened()
     try {
-      for await (const item of items) {
-        observer.streamItem()
-        yield item
+      for await (const batch of batches) {
+        observer.streamItems(batch.length)
+        yield batch
       }
     } finally {
       observer.streamClosed()

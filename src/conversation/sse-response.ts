@@ -30,7 +30,9 @@ export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
         Math.max(10, Math.floor(keepaliveMs / 3)),
       )
       try {
-        for await (const frame of stream.read(cancelled.signal)) write(encoder.encode(frame))
+        // Frames that arrived together leave in one write.
+        for await (const frames of stream.read(cancelled.signal))
+          write(encoder.encode(frames.length === 1 ? (frames[0] as string) : frames.join('')))
         if (!cancelled.signal.aborted) controller.close()
       } catch {
         // The client went away while we wrote; the turn goes on without it.

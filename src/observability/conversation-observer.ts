@@ -41,7 +41,7 @@ export function conversationObserver(log: Logger, metrics: Metrics): Conversatio
       else log.info(fields, 'turn finished')
     },
     streamOpened: () => metrics.activeStreams.inc(),
-    streamItem: () => metrics.streamItems.inc(),
+    streamItems: (count) => metrics.streamItems.inc(count),
     streamClosed: () => metrics.activeStreams.dec(),
   }
 }

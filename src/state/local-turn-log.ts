@@ -56,11 +56,15 @@ export class LocalTurnLog {
   }
 
   /**
-   * Yields items from log offset `next` (at least `base`) as they arrive.
-   * Returns undefined when the reader is done (finished, ended, aborted), or
-   * the offset to continue from elsewhere when this copy was detached.
+   * Yields items from log offset `next` (at least `base`) as they arrive, in
+   * batches: every item there is when the reader looks. Returns undefined when
+   * the reader is done (finished, ended, aborted), or the offset to continue
+   * from elsewhere when this copy was detached.
    */
-  async *follow(next: number, signal?: AbortSignal): AsyncGenerator<string, number | undefined> {
+  async *follow(
+    next: number,
+    signal?: AbortSignal,
+  ): AsyncGenerator<readonly string[], number | undefined> {
     if (next < this.base) throw new Error('LocalTurnLog: offset before the first item')
     // One abort listener for the whole follow, not one per wait: a reader waits once per item.
     let waiting: (() => void) | undefined
@@ -70,7 +74,9 @@ export class LocalTurnLog {
       while (!signal?.aborted) {
         if (this.current === 'ended') return undefined
         while (next < this.end) {
-          yield this.items[next++ - this.base] as string
+          const batch = this.items.slice(next - this.base)
+          next = this.end
+          yield batch
           // Checked again after each yield: the log may have changed meanwhile.
           if (signal?.aborted || this.isEnded()) return undefined
         }

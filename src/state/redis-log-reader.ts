@@ -77,8 +77,8 @@ async function fetchFrom(redis: Redis, keys: TurnLogKeys, next: number) {
 
 /**
  * Yields the log's items from `offset` on, following it live through
- * `follower`; ends at the end entry, when the log is gone, the follower
- * closes, or signal aborts.
+ * `follower`, a batch for each fetch or hand-over; ends at the end entry, when
+ * the log is gone, the follower closes, or signal aborts.
  */
 export async function* readRemoteLog(
   redis: Redis,
@@ -86,7 +86,7 @@ export async function* readRemoteLog(
   keys: TurnLogKeys,
   offset: number,
   signal?: AbortSignal,
-): AsyncGenerator<string> {
+): AsyncGenerator<readonly string[]> {
   let next = offset
   let known = 0 // the log's length as far as seen
   let inbox: Inbox | undefined
@@ -107,6 +107,7 @@ export async function* readRemoteLog(
       }
       fetch = false
       let ended = false
+      const batch: string[] = []
       for (const { id, value } of entries) {
         const [ms, seq] = parseEntryId(id)
         if (seq === 1) {
@@ -122,10 +123,11 @@ export async function* readRemoteLog(
           fetch = true
           break
         }
-        yield value
+        batch.push(value)
         next++
-        if (signal?.aborted) return
       }
+      if (batch.length > 0) yield batch
+      if (signal?.aborted) return
       if (ended || (snapshot?.finished && next >= snapshot.length)) return
       if (snapshot && snapshot.entries.length === FETCH_COUNT) fetch = true
       if (!inbox && !fetch) {

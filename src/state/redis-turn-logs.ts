@@ -152,11 +152,8 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
           // Written before this process took the log over: from Redis.
           const items = await readRange(messageId, next, mirror.base)
           if (items.length === 0) return
-          for (const item of items) {
-            yield item
-            next++
-            if (signal?.aborted) return
-          }
+          yield items
+          next += items.length
           continue
         }
         const resume = yield* mirror.follow(next, signal)

@@ -79,9 +79,11 @@ export interface TurnLogStore {
    * Yields the items from `offset` on, then follows the log live; ends after the
    * last item of a finished log, when the log disappears (removed or expired),
    * or when signal aborts. An offset past the end of an unfinished log waits
-   * for items to reach it.
+   * for items to reach it. Items come in batches, in order, each batch (never
+   * empty) every item readable at that moment, so a reader can pass on what
+   * arrived together in one write instead of one per item.
    */
-  read(messageId: string, offset: number, signal?: AbortSignal): AsyncGenerator<string>
+  read(messageId: string, offset: number, signal?: AbortSignal): AsyncGenerator<readonly string[]>
 
   /**
    * Logs opened at least `olderThanMs` ago and not finished, oldest first, at

@@ -86,9 +86,13 @@ function turnLogBackends(): TurnLogBackend[] {
   return backends
 }
 
-async function collect(items: AsyncIterable<string>): Promise<string[]> {
+/** Every item read, the batches flattened; each batch must hold at least one item. */
+async function collect(batches: AsyncIterable<readonly string[]>): Promise<string[]> {
   const all: string[] = []
-  for await (const item of items) all.push(item)
+  for await (const batch of batches) {
+    expect(batch.length).toBeGreaterThan(0)
+    all.push(...batch)
+  }
   return all
 }
 
@@ -140,9 +144,9 @@ for (const backend of turnLogBackends()) {
       await store.open(id, ['p0', 'p1'])
       expect(await other.info(id.messageId)).toEqual({ ...id, length: 2, finished: false })
       const reader = other.read(id.messageId, 1)
-      expect((await reader.next()).value).toBe('p1')
+      expect((await reader.next()).value).toEqual(['p1'])
       await store.append(id.messageId, ['a'], 0)
-      expect((await reader.next()).value).toBe('a')
+      expect((await reader.next()).value).toEqual(['a'])
       await store.finish(id.messageId, 0)
       expect(await collect(reader)).toEqual([])
       expect(await collect(store.read(id.messageId, 0))).toEqual(['p0', 'p1', 'a'])
@@ -171,15 +175,31 @@ for (const backend of turnLogBackends()) {
     test('a live reader sees items appended after it started, and ends at finish', async () => {
       const messageId = await logWith(store, ['a'])
       const reader = store.read(messageId, 0)
-      expect((await reader.next()).value).toBe('a')
+      expect((await reader.next()).value).toEqual(['a'])
       const pending = reader.next()
       await store.append(messageId, ['b'], 0)
-      expect((await pending).value).toBe('b')
+      expect((await pending).value).toEqual(['b'])
       // Not awaited: the reader still sees them in order.
       void store.append(messageId, ['c', 'd'], 0)
       void store.append(messageId, ['e'], 0)
       void store.finish(messageId, 0)
       expect(await collect(reader)).toEqual(['c', 'd', 'e'])
+    })
+
+    test('items appended together reach a waiting reader as one batch, in order', async () => {
+      const messageId = await logWith(store, ['a'])
+      const appended = ['a']
+      for (const reader of new Set([store, other])) {
+        const items = reader.read(messageId, appended.length)
+        const batch = items.next()
+        const together = ['x', 'y', `z${appended.length}`]
+        await store.append(messageId, together, 0)
+        appended.push(...together)
+        expect((await batch).value).toEqual(together)
+        await items.return(undefined)
+      }
+      await store.finish(messageId, 0)
+      expect(await collect(other.read(messageId, 0))).toEqual(appended)
     })
 
     test('a reader past the end of an open log waits for items to reach its offset', async () => {
@@ -189,7 +209,7 @@ for (const backend of turnLogBackends()) {
         const items = reader.read(messageId, length + 2)
         const first = items.next()
         await store.append(messageId, ['x', 'y', `z${length}`], 0)
-        expect((await first).value).toBe(`z${length}`)
+        expect((await first).value).toEqual([`z${length}`])
         await items.return(undefined)
       }
       await store.finish(messageId, 0)
@@ -252,7 +272,7 @@ for (const backend of turnLogBackends()) {
     test('a reader of the old writer follows the new owner after a takeover', async () => {
       const messageId = await logWith(store, ['a'])
       const reader = store.read(messageId, 0)
-      expect((await reader.next()).value).toBe('a')
+      expect((await reader.next()).value).toEqual(['a'])
       const rest = collect(reader)
       await other.claim(messageId, 1)
       await other.append(messageId, ['b', 'c'], 1)
@@ -344,7 +364,8 @@ for (const backend of turnLogBackends()) {
       for (const reader of new Set([store, other])) {
         const controller = new AbortController()
         const items = reader.read(messageId, 0, controller.signal)
-        expect((await items.next()).value).toBe('a')
+        // Both items were there when the reader looked: one batch.
+        expect((await items.next()).value).toEqual(['a', 'b'])
         controller.abort()
         expect((await items.next()).done).toBe(true)
         const waiting = new AbortController()
@@ -500,16 +521,16 @@ for (const backend of turnLogBackends()) {
         const remote = backend.openOther?.(60_000) ?? other
         const first = await logWith(store, ['a0'])
         const firstReader = remote.read(first, 0)
-        expect((await firstReader.next()).value).toBe('a0')
+        expect((await firstReader.next()).value).toEqual(['a0'])
         const pending = firstReader.next()
         await store.append(first, ['a1'], 0)
-        expect((await pending).value).toBe('a1')
+        expect((await pending).value).toEqual(['a1'])
         const second = await logWith(store, [])
         const secondReader = remote.read(second, 0)
         const secondFirst = secondReader.next() // joins the XREAD blocked on `first`
         const lateReader = collect(remote.read(first, 1))
         await store.append(second, ['b0'], 0)
-        expect((await secondFirst).value).toBe('b0')
+        expect((await secondFirst).value).toEqual(['b0'])
         await store.append(first, ['a2'], 0)
         await store.finish(first, 0)
         await store.append(second, ['b1', 'b2'], 0)
