@@ -162,7 +162,10 @@ export function createConversationService(options: ConversationServiceOptions) {
         // With the conversation's lease (always free for a new one), the turn
         // is stored claimed by this process when nothing is queued before it,
         // and runs here at once without claiming it.
-        lease = await runner.leaseToRun(conversationId)
+        const takeLease = async () => {
+          lease = await runner.leaseToRun(conversationId)
+          return lease?.token
+        }
         try {
           return await acceptTurn(deps, {
             userId: request.userId,
@@ -175,7 +178,7 @@ export function createConversationService(options: ConversationServiceOptions) {
             temperature: request.temperature,
             action: request.action,
             parentMessageId: request.parentMessageId,
-            runToken: lease?.token,
+            takeLease,
           })
         } catch (error) {
           if (lease)

@@ -35,13 +35,39 @@ for (const backend of appBackends())
       })
     }
 
-    test('a send is 503', async () => {
+    /** Logs of `user`'s turns left open: a refused send must leave none. */
+    const openLogsOf = async (app: TestApp, user: string) =>
+      (await app.state.logs.unfinished(0, 10_000)).filter((log) => log.userId === user)
+
+    test('a send is 503 and leaves no turn log behind', async () => {
+      const user = newUser()
       await expectUnavailable(
         await post(t.app, '/backend-api/f/conversation', {
-          user_id: newUser(),
+          user_id: user,
           messages: [textMessage('anyone there?')],
         }),
       )
+      expect(await openLogsOf(t, user)).toEqual([])
+    })
+
+    test('a send whose lease the state store cannot grant is 503 and leaves no turn log', async () => {
+      const state = await backend.state()
+      const stateDown = Object.assign(new Error('Connection is closed.'), { code: 'ECONNRESET' })
+      const failing = await conversationApp({
+        backend,
+        leases: { ...state.leases, acquire: () => Promise.reject(stateDown) },
+      })
+      const user = newUser()
+      const response = await post(failing.app, '/backend-api/f/conversation', {
+        user_id: user,
+        messages: [textMessage('is the state store there?')],
+      })
+      expect(response.status).toBe(503)
+      expect(await openLogsOf(failing, user)).toEqual([])
+      const list = await get(failing.app, '/backend-api/conversations', { 'x-user-id': user })
+      expect(await list.json()).toMatchObject({ items: [], total: 0 })
+      // The state is the backend's, shared by every app of this process: it stays open.
+      await failing.conversations.close()
     })
 
     test('reads that miss the cache are 503', async () => {

@@ -10,6 +10,7 @@ import { openModel } from '../../src/dependencies.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
+import type { ConversationLeases } from '../../src/state/conversation-leases.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db, Queryable } from '../../src/storage/db.ts'
 import { type AppBackend, uniqueName } from './backends.ts'
@@ -23,6 +24,8 @@ export interface TestAppOptions {
   db?: Db
   /** Instead of a new cache of the backend's. */
   cache?: Cache
+  /** Instead of the backend's leases (one that fails, say). */
+  leases?: ConversationLeases
   /** Logs, metrics, turn observer and rate limits, for the tests of those. */
   log?: Logger
   metrics?: Metrics
@@ -45,7 +48,7 @@ export async function conversationApp(options: TestAppOptions) {
     model: options.model ?? openModel(config),
     resumeTokenSecret: config.resumeTokenSecret ?? 'test-resume-secret',
     logs: state.logs,
-    leases: state.leases,
+    leases: options.leases ?? state.leases,
     stops: state.stops,
     leaseMs: config.turnLeaseMs,
     maxConversations: config.maxRunningConversations,

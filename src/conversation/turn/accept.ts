@@ -6,9 +6,13 @@
 // conversation in one statement (first-send-repository.ts), an existing one in
 // a transaction that locks it and reads its tree first. From then on the turn
 // is queued for whichever instance holds the conversation's lease, and the
-// sender reads the log. When the accepting process took that lease for the
-// send (runToken) and no other turn of the conversation is unfinished, the
+// sender reads the log. When the accepting process takes that lease for the
+// send (takeLease, asked for together with the log's open, so both go out in
+// one round trip) and no other turn of the conversation is unfinished, the
 // turn is stored claimed by it and starts there at once, without a claim.
+// The log is opened with fence 0 either way: it is new, so no older writer
+// can hold it, and a runner that takes a dead owner's turn raises its fence
+// with its claim.
 
 import { allInOrder } from '../../storage/db.ts'
 import { lockOwnConversation } from '../conversations-repository.ts'
@@ -19,7 +23,7 @@ import { insertMessages } from '../messages-repository.ts'
 import { insertReplyPlaceholder, type QueuedTurn, type ReplyMetadata } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction } from './placement.ts'
-import { openTurnLog } from './prefix.ts'
+import { signedPrefix } from './prefix.ts'
 
 export interface SendInput {
   userId: string
@@ -36,12 +40,13 @@ export interface SendInput {
   /** Absent, `client-created-root`, or the id of the message the send follows. */
   parentMessageId?: string
   /**
-   * The fencing token of the conversation's lease when this process took it
-   * for the send. The turn is then stored claimed by it (for an existing
-   * conversation, only when no other turn of it is unfinished) and its log
-   * opened under it, so the runner starts it without claiming either.
+   * Takes the conversation's lease for this send, resolving with its fencing
+   * token, or undefined when this process is not to run it. With a token the
+   * turn is stored claimed by it (for an existing conversation, only when no
+   * other turn of it is unfinished), so the runner starts it without a claim.
+   * A caller whose takeLease resolved gives the lease back when acceptTurn throws.
    */
-  runToken?: number
+  takeLease?: () => Promise<number | undefined>
 }
 
 export interface AcceptedTurn {
@@ -50,7 +55,7 @@ export interface AcceptedTurn {
   messageId: string
   /** The user messages stored, in order (none for a variant). */
   inputs: StoredMessage[]
-  /** The turn as stored claimed under input.runToken; absent when it queued unclaimed. */
+  /** The turn as stored claimed under the lease's token; absent when it queued unclaimed. */
   claimed?: QueuedTurn
 }
 
@@ -81,22 +86,26 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     ...(input.isNew ? { first_turn: true as const } : {}),
   }
 
-  const { runToken } = input
+  const prefix = await signedPrefix(deps, userId, {
+    conversationId,
+    messageId,
+    createTime,
+    modelSlug: deps.model.slug,
+    parentId: answered.id,
+    messageType: input.action,
+    inputs,
+  })
   // The log exists before the turn is queued, so its runner always finds it.
-  await openTurnLog(
-    deps,
-    userId,
-    {
-      conversationId,
-      messageId,
-      createTime,
-      modelSlug: deps.model.slug,
-      parentId: answered.id,
-      messageType: input.action,
-      inputs,
-    },
-    runToken,
-  )
+  const [leased, opened] = await Promise.allSettled([
+    input.takeLease?.(),
+    deps.logs.open({ messageId, conversationId, userId }, prefix),
+  ])
+  if (opened.status === 'rejected') throw opened.reason
+  if (leased.status === 'rejected') {
+    await dropLog(deps, messageId)
+    throw leased.reason
+  }
+  const runToken = leased.value
   const reply: Reply = { id: messageId, createTime, metadata, runToken }
   let claimed: QueuedTurn | undefined
   try {
@@ -114,13 +123,18 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
         runToken,
       }
   } catch (error) {
-    await deps.logs
-      .remove(messageId)
-      .catch((cause) => deps.warn('could not drop a refused turn', cause))
+    await dropLog(deps, messageId)
     throw error
   }
   await invalidateReads(deps, conversationId, userId)
   return { conversationId, messageId, inputs, ...(claimed ? { claimed } : {}) }
+}
+
+/** Removes the log of a send that was refused after its log was opened. */
+async function dropLog(deps: TurnDeps, messageId: string): Promise<void> {
+  await deps.logs
+    .remove(messageId)
+    .catch((cause) => deps.warn('could not drop a refused turn', cause))
 }
 
 type Reply = FirstSend['reply']

@@ -52,21 +52,26 @@ export function prefixFrames(turn: TurnPrefix): string[] {
   ].map(frameOf)
 }
 
-/**
- * Opens a turn's log with its first items, signing the resume token they
- * carry; under `fence` when the turn's runner is known already (else 0).
- */
+/** A turn's first frames, with the resume token they carry signed for `userId`. */
+export async function signedPrefix(
+  deps: Pick<TurnDeps, 'tokens'>,
+  userId: string,
+  turn: Omit<TurnPrefix, 'token'>,
+): Promise<string[]> {
+  const { messageId, conversationId } = turn
+  const token = await deps.tokens.sign({ userId, conversationId, messageId })
+  return prefixFrames({ ...turn, token })
+}
+
+/** Opens a turn's log with its first items (fence 0: its runner claims it). */
 export async function openTurnLog(
   deps: Pick<TurnDeps, 'logs' | 'tokens'>,
   userId: string,
   turn: Omit<TurnPrefix, 'token'>,
-  fence = 0,
 ): Promise<void> {
   const { messageId, conversationId } = turn
-  const token = await deps.tokens.sign({ userId, conversationId, messageId })
   await deps.logs.open(
     { messageId, conversationId, userId },
-    prefixFrames({ ...turn, token }),
-    fence,
+    await signedPrefix(deps, userId, turn),
   )
 }
