@@ -72,7 +72,7 @@ export function createMemoryTurnLogs(options: MemoryTurnLogsOptions): TurnLogSto
   return {
     durable: false,
 
-    async open(identity, items = [], fence = 0) {
+    async open(identity, items = []) {
       if (closed) throw new Error('turn log store is closed')
       if (get(identity.messageId)) throw new Error(`turn log ${identity.messageId} already exists`)
       const log = new LocalTurnLog()
@@ -80,7 +80,7 @@ export function createMemoryTurnLogs(options: MemoryTurnLogsOptions): TurnLogSto
       entries.set(identity.messageId, {
         identity: { ...identity },
         openedAt: now(),
-        fence,
+        fence: 0,
         finishedAt: undefined,
         log,
       })

@@ -61,18 +61,18 @@ export const unfinishedKey = (prefix: string) => `${prefix}unfinished`
 
 /**
  * KEYS: meta, stream, unfinished. ARGV: conversationId, userId, openTtlMs,
- * nowMs, messageId, fence, items... Creates the log with its first items, if
- * any (see WRITE_SCRIPT for renewAt), and lists it as unfinished.
+ * nowMs, messageId, items... Creates the log at fence 0 with its first items,
+ * if any (see WRITE_SCRIPT for renewAt), and lists it as unfinished.
  */
 export const OPEN_SCRIPT = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('${EXISTS}') end
 redis.call('DEL', KEYS[2])
 local openTtl = tonumber(ARGV[3])
-for i = 7, #ARGV do redis.call('XADD', KEYS[2], (i - 6) .. '-0', 'i', ARGV[i]) end
-redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', ARGV[6],
-  'length', #ARGV - 6, 'finished', 0)
+for i = 6, #ARGV do redis.call('XADD', KEYS[2], (i - 5) .. '-0', 'i', ARGV[i]) end
+redis.call('HSET', KEYS[1], 'conversationId', ARGV[1], 'userId', ARGV[2], 'fence', 0,
+  'length', #ARGV - 5, 'finished', 0)
 redis.call('PEXPIRE', KEYS[1], openTtl)
-if #ARGV > 6 then
+if #ARGV > 5 then
   redis.call('HSET', KEYS[1], 'renewAt', tonumber(ARGV[4]) + math.floor(openTtl / 2))
   redis.call('PEXPIRE', KEYS[2], openTtl)
 end

@@ -83,13 +83,13 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   return {
     durable: true,
 
-    async open({ messageId, conversationId, userId }, items = [], fence = 0) {
+    async open({ messageId, conversationId, userId }, items = []) {
       assertOpen()
       const { meta, stream } = keys(messageId)
       await OPEN_SCRIPT.run(
         redis,
         [meta, stream, unfinished],
-        [conversationId, userId, openTtlMs, Date.now(), messageId, fence, ...items],
+        [conversationId, userId, openTtlMs, Date.now(), messageId, ...items],
       ).catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
       mirrors.opened(messageId, items)
     },

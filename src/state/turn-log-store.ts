@@ -41,11 +41,11 @@ export interface TurnLogStore {
   readonly durable: boolean
 
   /**
-   * Creates an unfinished log with fence `fence` (0 by default: a runner
-   * claims it later) holding `items` (none by default), in one step: readers
-   * never see it without them. Opening an existing log throws.
+   * Creates an unfinished log at fence 0 (a runner that takes over later
+   * raises it with `claim`) holding `items` (none by default), in one step:
+   * readers never see it without them. Opening an existing log throws.
    */
-  open(identity: TurnLogIdentity, items?: readonly string[], fence?: number): Promise<void>
+  open(identity: TurnLogIdentity, items?: readonly string[]): Promise<void>
 
   /**
    * Appends items at the end of the log, in order, as written by the holder of

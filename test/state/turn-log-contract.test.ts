@@ -291,20 +291,6 @@ for (const backend of turnLogBackends()) {
       expect(await rest).toEqual(['b'])
     })
 
-    test('a log opened with a fence takes writes from that holder on, none from below it', async () => {
-      const id = identity()
-      await store.open(id, ['a'], 7)
-      await expect(store.append(id.messageId, ['low'], 6)).rejects.toBeInstanceOf(
-        TurnLogFencedError,
-      )
-      await store.append(id.messageId, ['b'], 7)
-      await expect(store.claim(id.messageId, 6)).rejects.toBeInstanceOf(TurnLogFencedError)
-      await expect(store.finish(id.messageId, 3)).rejects.toBeInstanceOf(TurnLogFencedError)
-      await store.finish(id.messageId, 7)
-      expect(await other.readAll(id.messageId)).toEqual(['a', 'b'])
-      expect(await other.info(id.messageId)).toMatchObject({ length: 2, finished: true })
-    })
-
     test('unfinished lists the logs left open, not finished, removed or younger ones', async () => {
       const [first, second, finished, removed] = [identity(), identity(), identity(), identity()]
       await store.open(first)
