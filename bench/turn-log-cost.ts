@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
+import { coalesceWritesPerTick } from '../src/storage/redis-write-coalescing.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
 
 const logs = wholeNumberFlag('logs', 500, { min: 1, max: 100_000 })
@@ -39,9 +40,9 @@ const redis = new Redis({
   port,
   host: '127.0.0.1',
   retryStrategy: () => 50,
-  enableAutoPipelining: true,
 })
 redis.on('error', () => {})
+coalesceWritesPerTick(redis)
 
 async function counters() {
   const [cpu, stats] = await Promise.all([redis.info('cpu'), redis.info('stats')])

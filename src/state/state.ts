@@ -5,6 +5,7 @@
 // by default the cache server's next database number).
 import { randomBytes } from 'node:crypto'
 import Redis from 'ioredis'
+import { coalesceWritesPerTick } from '../storage/redis-write-coalescing.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
@@ -78,10 +79,10 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
     commandTimeout: options.commandTimeoutMs ?? STATE_COMMAND_TIMEOUT_MS,
-    // Commands issued in one tick (renewals, log batches) share a round trip.
-    enableAutoPipelining: true,
   })
   redis.on('error', () => {})
+  // Commands issued in one tick (renewals, log batches) share a socket write.
+  coalesceWritesPerTick(redis)
   try {
     await redis.ping()
     const logs = createRedisTurnLogs({
