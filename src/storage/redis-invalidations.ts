@@ -8,6 +8,7 @@
 // reconnect tracking is set up again before connected() is said.
 import Redis from 'ioredis'
 import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
+import { coalesceWritesPerTick } from './redis-write-coalescing.ts'
 
 const CHANNEL = '__redis__:invalidate'
 
@@ -37,6 +38,8 @@ export function openRedisInvalidations(
   let listener: InvalidationListener | undefined
   let tracking = false
   let closed = false
+  /** The PING the syncs of this tick wait for. */
+  let tickPing: Promise<void> | undefined
 
   async function startTracking() {
     try {
@@ -54,6 +57,7 @@ export function openRedisInvalidations(
 
   // Connection errors show as a drop below; without a listener ioredis logs each one.
   redis.on('error', () => {})
+  coalesceWritesPerTick(redis)
   redis.on('ready', () => void startTracking())
   redis.on('close', () => {
     tracking = false
@@ -77,9 +81,19 @@ export function openRedisInvalidations(
       if (tracking) next.connected()
     },
     async sync() {
+      if (!tracking) return
       // Replies and messages share the connection, in order: the answer to a
-      // PING comes after every invalidation of changes made before it.
-      if (tracking) await redis.ping()
+      // PING comes after every invalidation of changes made before it. The
+      // PING leaves when the tick ends (coalesceWritesPerTick), after every
+      // sync of the tick was asked, each for a change already acknowledged:
+      // so the syncs of one tick share one.
+      if (tickPing === undefined) {
+        tickPing = redis.ping().then(() => {})
+        process.nextTick(() => {
+          tickPing = undefined
+        })
+      }
+      await tickPing
     },
     async close() {
       closed = true

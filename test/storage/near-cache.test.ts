@@ -161,6 +161,30 @@ describe.skipIf(!REDIS_SERVER)('near cache on a real Redis', () => {
     expect(await a.cache.get(k)).toBeNull()
   })
 
+  test('writes resolving together share one PING, and each has reached the other instance', async () => {
+    const a = await instance()
+    const b = await instance()
+    const keys = Array.from({ length: 20 }, key)
+    for (const k of keys) {
+      await raw.set(k, 'old', 'EX', 600)
+      expect(await a.cache.get(k)).toBe('old')
+    }
+    const reported = new Set<string>()
+    for (const k of keys) void a.next(`changed:${k}`).then(() => reported.add(k))
+    const pings = async () =>
+      Number(/cmdstat_ping:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    const before = await pings()
+    await Promise.all(
+      keys.map(async (k) => {
+        await b.cache.set(k, 'new', 600)
+        expect(reported.has(k)).toBe(true)
+      }),
+    )
+    // One PING each would be 20; the twenty replies reach b together.
+    expect((await pings()) - before).toBeLessThanOrEqual(2)
+    for (const k of keys) expect(await a.cache.get(k)).toBe('new')
+  })
+
   test('the writing instance itself never serves its old copy after the write', async () => {
     const a = await instance()
     const k = key()
