@@ -61,6 +61,56 @@ export function namedCpuSeconds(name: string): number | undefined {
   return total
 }
 
+/** CPU seconds of each live process named `name`, by pid. */
+function namedCpuByPid(name: string): Map<number, number> {
+  const found = new Map<number, number>()
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return found
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue
+    } catch {
+      continue
+    }
+    const seconds = processCpuSeconds(Number(entry))
+    if (seconds !== undefined) found.set(Number(entry), seconds)
+  }
+  return found
+}
+
+/**
+ * CPU seconds processes named `name` spend from now until stop(), also those
+ * that start or exit meanwhile (a pgbench run's backends): each is read every
+ * `intervalMs`, so one that exits loses at most what it spent since its last
+ * reading. A sum over the live processes at two moments is not this: a process
+ * exiting in between takes its whole CPU time out of the second sum.
+ */
+export function trackNamedCpu(name: string, intervalMs = 100): { stop(): number } {
+  const first = namedCpuByPid(name)
+  const last = new Map(first)
+  const read = () => {
+    for (const [pid, seconds] of namedCpuByPid(name)) {
+      if (!first.has(pid)) first.set(pid, 0)
+      last.set(pid, seconds)
+    }
+  }
+  const timer = setInterval(read, intervalMs)
+  return {
+    stop() {
+      clearInterval(timer)
+      read()
+      let total = 0
+      for (const [pid, seconds] of last) total += Math.max(0, seconds - (first.get(pid) ?? 0))
+      return total
+    },
+  }
+}
+
 /** Busy and total CPU seconds of the whole machine, over all cores. */
 export function machineCpuSeconds(): { busy: number; total: number } | undefined {
   try {

@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Subprocess } from 'bun'
 import postgres from 'postgres'
 import type { Step } from './turn-statements.ts'
 
@@ -24,6 +25,10 @@ export interface PgbenchResult {
   durationSec: number
   /** Turns (script runs) a second, without the initial connection time. */
   turnsPerSec: number
+  /** Turns run in all. */
+  turns: number
+  /** CPU µs the pgbench process itself used (its clients), when Bun could tell. */
+  clientCpuUs: number | undefined
   /** Statements a turn, BEGIN and COMMIT included, and the UUID SELECT. */
   statementsPerTurn: number
   script: string
@@ -98,6 +103,11 @@ function libpqTarget(databaseUrl: string): { url: string; options: string | unde
   return { url: url.toString(), options: searchPath ? `-c search_path=${searchPath}` : undefined }
 }
 
+/** A child's user + system CPU in µs, from its resource usage once it exited. */
+function cpuMicroseconds(usage: ReturnType<Subprocess['resourceUsage']>): number | undefined {
+  return usage === undefined ? undefined : Number(usage.cpuTime.total)
+}
+
 export async function runPgbench(
   databaseUrl: string,
   steps: readonly Step[],
@@ -140,6 +150,8 @@ export async function runPgbench(
       clients: settings.clients,
       durationSec: settings.durationSec,
       turnsPerSec: Number(tps),
+      turns: Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? 0),
+      clientCpuUs: cpuMicroseconds(child.resourceUsage()),
       // The service's statements, not the line that makes the fresh ids.
       statementsPerTurn: script
         .trim()

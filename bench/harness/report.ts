@@ -14,6 +14,7 @@ import type { SendRatios, SendRound } from './sends.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import type { ManyStreamsResult } from './streaming.ts'
 import type { TargetCheck } from './targets.ts'
+import { machineBound, type TurnCpu } from './turn-cpu.ts'
 
 export const RESULTS_DIR = resolve(import.meta.dir, '../results')
 
@@ -38,6 +39,8 @@ export interface BenchReport {
   sendRounds: SendRound[]
   /** The reported round's service ÷ pgbench, reference ÷ pgbench and service ÷ reference. */
   sendRatios: SendRatios | undefined
+  /** CPU µs per turn by process in the reported round's sends, stack reference and pgbench. */
+  sendCpu: { service: TurnCpu; reference: TurnCpu; pgbench: TurnCpu } | undefined
   manyStreams: ManyStreamsResult
   targets: TargetCheck[]
   /** Wrong answers; any makes the run exit non-zero. */
@@ -107,6 +110,34 @@ function sendCeilingTable(report: BenchReport): string[] {
   ]
 }
 
+/**
+ * CPU per turn by process in the reported round, and the turns/s the
+ * machine's cores bound each to: with the service's server costing nothing,
+ * the rest of its turn still bounds it, whatever a server does.
+ */
+function sendCpuTable(report: BenchReport): string[] {
+  const cpu = report.sendCpu
+  const pgbench = report.pgbench
+  if (!cpu || !pgbench) return []
+  const { cores } = report.machine
+  const us = (value: number | undefined) => (value === undefined ? 'n/a' : fixed(value, 0))
+  const row = (name: string, parts: TurnCpu) => {
+    const bound = machineBound(parts, cores)
+    const share = bound === undefined ? 'n/a' : `${fixed((bound / pgbench.turnsPerSec) * 100, 0)} %`
+    return `| ${name} | ${us(parts.server)} | ${us(parts.postgres)} | ${us(parts.redis)} | ${us(parts.clients)} | ${bound === undefined ? 'n/a' : fixed(bound, 0)} | ${share} |`
+  }
+  return [
+    `Where a turn's CPU went in that round (µs per turn, from /proc; Postgres is every backend, Redis the whole server, clients the harness or pgbench), and the turns/s ${cores} cores allow at that cost:`,
+    '',
+    '| run | server | Postgres | Redis | clients | cores ÷ CPU per turn | ÷ pgbench turns/s |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+    row('service (send + stream)', cpu.service),
+    row('**the service with a server costing nothing**', { ...cpu.service, server: 0 }),
+    row('stack reference (Bun.serve + postgres.js)', cpu.reference),
+    row('pgbench', cpu.pgbench),
+  ]
+}
+
 function manyStreamsTable(result: ManyStreamsResult): string[] {
   const { timeToFirstItem: first, itemGap: gap } = result
   return [
@@ -162,6 +193,7 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     ...sendStreamTable(report.sendStream, pgbench),
     '',
     ...(report.sendRatios ? [...sendCeilingTable(report), ''] : []),
+    ...(report.sendCpu ? [...sendCpuTable(report), ''] : []),
     `Many streams: ${report.manyStreams.clients} clients started over ${options.streamRampMs} ms, ` +
       `one message each, local model at ${report.manyStreams.chunkDelayMs} ms per chunk, fresh server.`,
     '',

@@ -38,7 +38,7 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
     const requests = await measureRequests(server, bare, prepared, options, say)
     await bare.stop()
     say('send + stream')
-    const sends = await measureSends(server.url, prepared.runId, backend, options, say)
+    const sends = await measureSends(server, prepared.runId, backend, options, say)
     return { requests, sends, runId: prepared.runId }
   } finally {
     await bare.stop()
@@ -106,6 +106,7 @@ async function main(): Promise<number> {
     pgbenchSkipped,
     sendRounds: sends.rounds,
     sendRatios: sendRatios(sends),
+    sendCpu: sends.turnCpu,
     manyStreams,
     targets: targetChecks(requests, sendStream, pgbench, sendReference),
     failures: [

@@ -11,6 +11,7 @@ import type { BenchOptions } from './options.ts'
 import { PGBENCH, type PgbenchResult, runPgbench, unfinishedReplayTurns } from './pgbench.ts'
 import { runSendStream } from './send-stream.ts'
 import type { StreamSummary } from './stream-summary.ts'
+import { meterPgbenchCpu, meterTurnCpu, type TurnCpu } from './turn-cpu.ts'
 import { captureTurnStatements } from './turn-statements.ts'
 
 const ROUNDS = 3
@@ -34,12 +35,25 @@ export interface SendsResult {
   allSends: StreamSummary[]
   /** Every round's sends to the stack reference, for the wrong-answer checks. */
   allReferenceSends: StreamSummary[]
+  /** CPU µs per turn by process in the reported round (real Postgres with pgbench only). */
+  turnCpu: { service: TurnCpu; reference: TurnCpu; pgbench: TurnCpu } | undefined
 }
 
 interface Measured {
   sends: StreamSummary
   reference: StreamSummary
   pgbench: PgbenchResult
+  cpu: { service: TurnCpu; reference: TurnCpu; pgbench: TurnCpu }
+}
+
+/** One round of sends to `server`, with the CPU each process spent per turn. */
+async function metered(
+  server: { url: string; pid: number },
+  sends: (url: string) => Promise<StreamSummary>,
+) {
+  const meter = meterTurnCpu(server.pid)
+  const summary = await sends(server.url)
+  return { summary, cpu: meter.stop(summary.completed) }
 }
 
 /** Throws when a replay left replies in progress: it does not replay a send faithfully. */
@@ -52,7 +66,7 @@ async function assertFinished(databaseUrl: string, userId: string, replay: strin
 }
 
 export async function measureSends(
-  serverUrl: string,
+  server: { url: string; pid: number },
   runId: string,
   backend: Backend,
   options: BenchOptions,
@@ -66,7 +80,7 @@ export async function measureSends(
       ? 'pgbench is not installed'
       : undefined
   if (skipped) {
-    const sendStream = await sends(serverUrl, options.durationSec)
+    const sendStream = await sends(server.url, options.durationSec)
     return {
       sendStream,
       reference: undefined,
@@ -75,6 +89,7 @@ export async function measureSends(
       rounds: [],
       allSends: [sendStream],
       allReferenceSends: [],
+      turnCpu: undefined,
     }
   }
   say('pgbench: capturing the statements of one send; starting the stack reference')
@@ -84,13 +99,25 @@ export async function measureSends(
   const reference = await startSendsReference(backend.databaseUrl, turn)
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      const sendStream = await sends(serverUrl, durationSec)
-      const referenceStream = await sends(reference.url, durationSec)
+      const service = await metered(server, (url) => sends(url, durationSec))
+      const sendStream = service.summary
+      const referenceRound = await metered(reference, (url) => sends(url, durationSec))
+      const referenceStream = referenceRound.summary
+      const pgbenchMeter = meterPgbenchCpu()
       const pgbench = await runPgbench(backend.databaseUrl, turn.steps, {
         clients: options.streamConcurrency,
         durationSec,
       })
-      measured.push({ sends: sendStream, reference: referenceStream, pgbench })
+      measured.push({
+        sends: sendStream,
+        reference: referenceStream,
+        pgbench,
+        cpu: {
+          service: service.cpu,
+          reference: referenceRound.cpu,
+          pgbench: pgbenchMeter.stop(pgbench.turns, pgbench.clientCpuUs),
+        },
+      })
       say(
         `send + stream ${sendStream.streamsPerSec.toFixed(0)} turns/s, stack reference ` +
           `${referenceStream.streamsPerSec.toFixed(0)}, pgbench ${pgbench.turnsPerSec.toFixed(0)} ` +
@@ -118,6 +145,7 @@ export async function measureSends(
     })),
     allSends: measured.map((entry) => entry.sends),
     allReferenceSends: measured.map((entry) => entry.reference),
+    turnCpu: middle.cpu,
   }
 }
 
