@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import type { Backend } from './backend.ts'
-import { mainThreadSeconds, meterCpu, namedCpuSeconds, processCpuSeconds } from './cpu.ts'
+import { mainThreadSeconds, meterCpu, processCpuSeconds } from './cpu.ts'
 import { type LoadBalancer, startLoadBalancer } from './nginx.ts'
 import { meterPools } from './pg-activity.ts'
 import { meterRedis } from './redis-stats.ts'
@@ -87,10 +87,7 @@ export async function startCluster(
   }
 }
 
-/**
- * CPU seconds so far of each part of the deployment, and of the machine's
- * Redis and Postgres servers (whole servers: other users show in them too).
- */
+/** CPU seconds so far of each part of the deployment. */
 export function cpuReadings(cluster: Cluster): Record<string, number | undefined> {
   const readings: Record<string, number | undefined> = {}
   cluster.servers.forEach((server, index) => {
@@ -100,9 +97,13 @@ export function cpuReadings(cluster: Cluster): Record<string, number | undefined
     readings['nginx (master + workers)'] = cluster.loadBalancer
       .processIds()
       .reduce((sum, pid) => sum + (processCpuSeconds(pid) ?? 0), 0)
-  readings['redis-server (whole server)'] = namedCpuSeconds('redis-server')
-  readings['postgres (every backend)'] = namedCpuSeconds('postgres')
   return readings
+}
+
+/** The machine's Redis and Postgres servers, by label and process name (whole servers: other users show in them too). */
+const SERVER_PROCESSES = {
+  'redis-server (whole server)': 'redis-server',
+  'postgres (every backend)': 'postgres',
 }
 
 /** Seconds so far each server's main thread (its event loop) ran, and waited for a CPU. */
@@ -126,7 +127,7 @@ export async function meterCluster(cluster: Cluster, backend: Backend, harnessLa
   const cpu = meterCpu(() => {
     const usage = process.cpuUsage()
     return { ...cpuReadings(cluster), [harnessLabel]: (usage.user + usage.system) / 1e6 }
-  })
+  }, SERVER_PROCESSES)
   const waits = meterCpu(() => runQueueReadings(cluster))
   const redis = backend.stateUrl ? await meterRedis(backend.stateUrl) : undefined
   const pools = backend.databaseUrl.startsWith('postgres')

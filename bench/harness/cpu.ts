@@ -1,6 +1,7 @@
 // CPU time, read from /proc (Linux): of single processes (the servers, the
 // load balancer, the client processes), of every process with a given name
-// (postgres, redis-server: shared with whatever else runs on the machine), and
+// (postgres, redis-server: shared with whatever else runs on the machine;
+// tracked while they come and go, as Postgres backends do), and
 // of the whole machine, so a report can show where the cores went during a
 // scenario and whether they were all busy. Undefined where /proc is not there.
 import { readdirSync, readFileSync } from 'node:fs'
@@ -38,27 +39,6 @@ export function mainThreadSeconds(
   } catch {
     return undefined
   }
-}
-
-/** CPU seconds of every live process whose command name is `name`. */
-export function namedCpuSeconds(name: string): number | undefined {
-  let entries: string[]
-  try {
-    entries = readdirSync('/proc')
-  } catch {
-    return undefined
-  }
-  let total = 0
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue
-    } catch {
-      continue
-    }
-    total += processCpuSeconds(Number(entry)) ?? 0
-  }
-  return total
 }
 
 /** CPU seconds of each live process named `name`, by pid. */
@@ -139,12 +119,20 @@ export interface CpuMeter {
 }
 
 /**
- * Starts measuring: `read` gives each named reading (CPU seconds so far);
- * stop() returns the differences, and the machine's busy fraction (0–1).
+ * Starts measuring: `read` gives each named reading (CPU seconds so far), and
+ * `named` maps a label to a process name whose processes are tracked while
+ * they come and go (trackNamedCpu); stop() returns the differences, and the
+ * machine's busy fraction (0–1).
  */
-export function meterCpu(read: () => Record<string, number | undefined>): CpuMeter {
+export function meterCpu(
+  read: () => Record<string, number | undefined>,
+  named: Record<string, string> = {},
+): CpuMeter {
   const started = performance.now()
   const before = read()
+  const trackers = Object.entries(named).map(
+    ([label, name]) => [label, trackNamedCpu(name)] as const,
+  )
   const machineBefore = machineCpuSeconds()
   return {
     stop() {
@@ -152,12 +140,14 @@ export function meterCpu(read: () => Record<string, number | undefined>): CpuMet
       const after = read()
       const machineAfter = machineCpuSeconds()
       const uses: CpuUse[] = []
+      const use = (name: string, seconds: number) =>
+        uses.push({ name, seconds, cores: wallSec > 0 ? seconds / wallSec : 0 })
       for (const [name, end] of Object.entries(after)) {
         const start = before[name]
         if (end === undefined || start === undefined) continue
-        const seconds = Math.max(0, end - start)
-        uses.push({ name, seconds, cores: wallSec > 0 ? seconds / wallSec : 0 })
+        use(name, Math.max(0, end - start))
       }
+      for (const [label, tracker] of trackers) use(label, tracker.stop())
       const machineBusy =
         machineBefore && machineAfter && machineAfter.total > machineBefore.total
           ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)

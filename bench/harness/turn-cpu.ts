@@ -5,7 +5,7 @@
 // leave: the machine's cores over what the rest of a turn costs. When that
 // bound is below a target share of pgbench, no server can reach it on this
 // machine - a measured elimination, not a guess.
-import { meterCpu, processCpuSeconds, trackNamedCpu } from './cpu.ts'
+import { meterCpu, processCpuSeconds } from './cpu.ts'
 
 /** CPU µs per turn of each part; undefined where /proc could not tell. */
 export interface TurnCpu {
@@ -24,20 +24,18 @@ const perTurn = (seconds: number | undefined, turns: number) =>
  * run in this process; stop(turns) gives each part's CPU µs per turn.
  */
 export function meterTurnCpu(serverPid: number): { stop(turns: number): TurnCpu } {
-  const postgres = trackNamedCpu('postgres')
-  const redis = trackNamedCpu('redis-server')
-  const meter = meterCpu(() => ({
-    server: processCpuSeconds(serverPid),
-    clients: processCpuSeconds(process.pid),
-  }))
+  const meter = meterCpu(
+    () => ({ server: processCpuSeconds(serverPid), clients: processCpuSeconds(process.pid) }),
+    { postgres: 'postgres', redis: 'redis-server' },
+  )
   return {
     stop(turns) {
       const uses = meter.stop().uses
       const seconds = (name: string) => uses.find((use) => use.name === name)?.seconds
       return {
         server: perTurn(seconds('server'), turns),
-        postgres: perTurn(postgres.stop(), turns),
-        redis: perTurn(redis.stop(), turns),
+        postgres: perTurn(seconds('postgres'), turns),
+        redis: perTurn(seconds('redis'), turns),
         clients: perTurn(seconds('clients'), turns),
       }
     },
@@ -48,11 +46,12 @@ export function meterTurnCpu(serverPid: number): { stop(turns: number): TurnCpu 
 export function meterPgbenchCpu(): {
   stop(turns: number, clientCpuUs: number | undefined): TurnCpu
 } {
-  const postgres = trackNamedCpu('postgres')
+  const meter = meterCpu(() => ({}), { postgres: 'postgres' })
   return {
     stop(turns, clientCpuUs) {
+      const postgres = meter.stop().uses.find((use) => use.name === 'postgres')?.seconds
       return {
-        postgres: perTurn(postgres.stop(), turns),
+        postgres: perTurn(postgres, turns),
         clients: clientCpuUs === undefined || turns === 0 ? undefined : clientCpuUs / turns,
       }
     },
