@@ -16,7 +16,7 @@ export function frameOf(item: StreamItem): string {
 }
 
 /** The keepalive comment; not an item. */
-export const KEEPALIVE = new TextEncoder().encode(': ping\n\n')
+export const KEEPALIVE = ': ping\n\n'
 
 const delta = (value: unknown): StreamItem => ({ event: 'delta', data: JSON.stringify(value) })
 const data = (value: unknown): StreamItem => ({ data: JSON.stringify(value) })

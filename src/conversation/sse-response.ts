@@ -11,17 +11,19 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const
 
-const encoder = new TextEncoder()
-
 export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
   const cancelled = new AbortController()
   let keepalive: ReturnType<typeof setInterval> | undefined
   let lastWrite = Date.now()
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      const write = (bytes: Uint8Array) => {
+  // Bun's direct stream: each write goes to the response's sink as it is,
+  // with no queue of chunks and no reader between them and the socket.
+  const body = new ReadableStream({
+    type: 'direct',
+    async pull(controller) {
+      const write = (text: string) => {
         lastWrite = Date.now()
-        controller.enqueue(bytes)
+        controller.write(text)
+        controller.flush()
       }
       keepalive = setInterval(
         () => {
@@ -32,7 +34,7 @@ export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
       try {
         // Frames that arrived together leave in one write.
         for await (const frames of stream.read(cancelled.signal))
-          write(encoder.encode(frames.length === 1 ? (frames[0] as string) : frames.join('')))
+          write(frames.length === 1 ? (frames[0] as string) : frames.join(''))
         if (!cancelled.signal.aborted) controller.close()
       } catch {
         // The client went away while we wrote; the turn goes on without it.

@@ -1,7 +1,9 @@
 // Over a real loopback port: a client that disconnects mid-stream does not stop
-// or lose the turn, and a quiet stream gets `: ping` keepalives.
+// or lose the turn, but its subscription to the turn's log ends then, and a
+// quiet stream gets `: ping` keepalives.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLocalModel, localReply } from '../../src/conversation/model/local.ts'
+import { type ConversationObserver, silentObserver } from '../../src/conversation/observer.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -15,11 +17,25 @@ for (const backend of appBackends())
   describe(backend.name, () => {
     let t: TestApp
     let base: string
+    /** What the service reported, in order: `stream closed` and `turn finished`. */
+    const reported: string[] = []
+    let streamClosed: () => void = () => {}
+    const observer: ConversationObserver = {
+      ...silentObserver,
+      streamClosed() {
+        reported.push('stream closed')
+        streamClosed()
+      },
+      turnFinished() {
+        reported.push('turn finished')
+      },
+    }
     beforeAll(async () => {
       t = await conversationApp({
         backend,
         model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 40 }),
         env: { SSE_KEEPALIVE_MS: '25' },
+        observer,
       })
       t.app.listen({ port: 0, hostname: '127.0.0.1' })
       base = `http://127.0.0.1:${t.app.server?.port}`
@@ -53,7 +69,14 @@ for (const backend of appBackends())
       // biome-ignore lint/style/noNonNullAssertion: a 200 stream always has a body
       const reader = response.body!.getReader()
       const received = await readUntil(reader, (text) => framesOf(text).length >= 7)
+      reported.length = 0
+      const closed = new Promise<void>((resolve) => {
+        streamClosed = resolve
+      })
       abort.abort()
+      // The stream's read of the log ends with the connection, not with the turn.
+      await closed
+      expect(reported).toEqual(['stream closed'])
       const frames = framesOf(received)
       const cid = (JSON.parse(frames[1]?.data ?? '{}') as { conversation_id: string })
         .conversation_id
@@ -70,6 +93,7 @@ for (const backend of appBackends())
       }
       const stored = body.messages.find((m) => m.role === 'assistant')?.content.parts[0]
       expect(stored).toBe(expected)
+      expect(reported).toEqual(['stream closed', 'turn finished'])
     })
 
     test('a quiet stream carries `: ping` comments, which are not items', async () => {

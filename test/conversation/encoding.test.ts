@@ -21,7 +21,7 @@ const encodeItem = (item: Parameters<typeof frameOf>[0]) => new TextEncoder().en
 test('items encode as event line, one data line, blank line', () => {
   expect(bytes(encodeItem(deltaEncodingItem()))).toBe('event: delta_encoding\ndata: "v1"\n\n')
   expect(bytes(encodeItem(doneItem()))).toBe('data: [DONE]\n\n')
-  expect(bytes(KEEPALIVE)).toBe(': ping\n\n')
+  expect(KEEPALIVE).toBe(': ping\n\n')
 })
 
 test('a chunk with newlines stays on one data line', () => {
