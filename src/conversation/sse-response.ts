@@ -27,7 +27,14 @@ export function sseResponse(stream: TurnStream, keepaliveMs: number): Response {
       }
       keepalive = setInterval(
         () => {
-          if (Date.now() - lastWrite >= keepaliveMs) write(KEEPALIVE)
+          if (Date.now() - lastWrite < keepaliveMs) return
+          try {
+            write(KEEPALIVE)
+          } catch {
+            // The response is gone (a timer's throw would be uncaught): end the read.
+            cancelled.abort()
+            clearInterval(keepalive)
+          }
         },
         Math.max(10, Math.floor(keepaliveMs / 3)),
       )
