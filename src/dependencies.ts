@@ -34,7 +34,7 @@ import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
-import { coalesceWritesPerTick } from './storage/redis-write-coalescing.ts'
+import { coalesceWritesPerLoopTurn } from './storage/redis-write-coalescing.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 
 export interface Dependencies extends AppDeps {
@@ -133,7 +133,7 @@ export async function openRateLimits(
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     })
     client.on('error', () => {})
-    coalesceWritesPerTick(client)
+    coalesceWritesPerLoopTurn(client)
     onClose(() => client.disconnect())
     // Until connected it would count in memory; the state store answered a moment ago.
     await connectedWithin(client, 2_000)

@@ -5,7 +5,7 @@
 // by default the cache server's next database number).
 import { randomBytes } from 'node:crypto'
 import Redis from 'ioredis'
-import { coalesceWritesPerTick } from '../storage/redis-write-coalescing.ts'
+import { coalesceWritesPerLoopTurn } from '../storage/redis-write-coalescing.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
@@ -81,8 +81,8 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     commandTimeout: options.commandTimeoutMs ?? STATE_COMMAND_TIMEOUT_MS,
   })
   redis.on('error', () => {})
-  // Commands issued in one tick (renewals, log batches) share a socket write.
-  coalesceWritesPerTick(redis)
+  // Commands issued in one loop turn (renewals, log batches) share a socket write.
+  coalesceWritesPerLoopTurn(redis)
   try {
     await redis.ping()
     const logs = createRedisTurnLogs({

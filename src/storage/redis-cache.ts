@@ -4,7 +4,7 @@
 import Redis from 'ioredis'
 import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
 import { redisScript } from './redis-script.ts'
-import { coalesceWritesPerTick } from './redis-write-coalescing.ts'
+import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
 
 /**
  * RPUSH + LTRIM + EXPIRE as one script: unlike MULTI, it stops at the first
@@ -53,7 +53,7 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
   })
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})
-  coalesceWritesPerTick(redis)
+  coalesceWritesPerLoopTurn(redis)
   const k = (key: string) => prefix + key
   const listPush = redisScript(LIST_PUSH)
   const listPushIfPresent = redisScript(LIST_PUSH_IF_PRESENT)

@@ -8,7 +8,7 @@
 // reconnect tracking is set up again before connected() is said.
 import Redis from 'ioredis'
 import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
-import { coalesceWritesPerTick } from './redis-write-coalescing.ts'
+import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
 
 const CHANNEL = '__redis__:invalidate'
 
@@ -38,8 +38,8 @@ export function openRedisInvalidations(
   let listener: InvalidationListener | undefined
   let tracking = false
   let closed = false
-  /** The PING the syncs of this tick wait for. */
-  let tickPing: Promise<void> | undefined
+  /** The PING the syncs of this loop turn wait for. */
+  let turnPing: Promise<void> | undefined
 
   async function startTracking() {
     try {
@@ -57,7 +57,7 @@ export function openRedisInvalidations(
 
   // Connection errors show as a drop below; without a listener ioredis logs each one.
   redis.on('error', () => {})
-  coalesceWritesPerTick(redis)
+  coalesceWritesPerLoopTurn(redis)
   redis.on('ready', () => void startTracking())
   redis.on('close', () => {
     tracking = false
@@ -84,16 +84,17 @@ export function openRedisInvalidations(
       if (!tracking) return
       // Replies and messages share the connection, in order: the answer to a
       // PING comes after every invalidation of changes made before it. The
-      // PING leaves when the tick ends (coalesceWritesPerTick), after every
-      // sync of the tick was asked, each for a change already acknowledged:
-      // so the syncs of one tick share one.
-      if (tickPing === undefined) {
-        tickPing = redis.ping().then(() => {})
-        process.nextTick(() => {
-          tickPing = undefined
+      // PING leaves when the loop turn ends (coalesceWritesPerLoopTurn, whose
+      // uncork was scheduled before this reset), after every sync of the turn
+      // was asked, each for a change already acknowledged: so the syncs of
+      // one loop turn share one.
+      if (turnPing === undefined) {
+        turnPing = redis.ping().then(() => {})
+        setImmediate(() => {
+          turnPing = undefined
         })
       }
-      await tickPing
+      await turnPing
     },
     async close() {
       closed = true

@@ -1,21 +1,25 @@
-// Commands an ioredis client issues in one tick leave the process in one
-// socket write. ioredis writes each command to its socket as it is issued, and
-// every write is a syscall that also wakes Redis: the commands a turn issues
-// together (its finish's invalidation and context push) cost one each, and
-// under load the commands of many turns do. Corking the socket until the next
-// tick makes Bun's net.Socket send them as one write (one sendto), below
-// ioredis: its command queue, replies, timeouts and reconnects see exactly the
-// commands they saw before.
+// Commands an ioredis client issues in one turn of the event loop leave the
+// process in one socket write. ioredis writes each command to its socket as it
+// is issued, and every write is a syscall that also wakes Redis: the commands
+// a turn of the conversation issues together (its finish's invalidation and
+// context push) cost one each, and under load so do those of every request
+// the loop serves in one turn (each request's rate-limit check, say). The
+// socket is corked at its first write and uncorked by setImmediate, once the
+// loop has run the I/O callbacks at hand, so Bun's net.Socket sends
+// everything written meanwhile as one write (one sendto), below ioredis: its
+// command queue, replies, timeouts and reconnects see exactly the commands
+// they saw before.
 //
-// Not ioredis' enableAutoPipelining, which does this a layer up: a connection
-// cut while an auto-pipeline was in flight left its queue stuck, so every
-// later command of the cache waited (resilient-cache.test.ts, "drop").
+// Not ioredis' enableAutoPipelining, which does this a layer up, per
+// process.nextTick: a connection cut while an auto-pipeline was in flight
+// left its queue stuck, so every later command of the cache waited
+// (resilient-cache.test.ts, "drop").
 import type { Socket } from 'node:net'
 import type Redis from 'ioredis'
 
 const coalescing = new WeakSet<Socket>()
 
-/** Corks `socket` at its first write of a tick and uncorks it on the next tick. */
+/** Corks `socket` at its first write and uncorks it once the loop has run the I/O at hand (setImmediate). */
 function coalesceSocketWrites(socket: Socket): void {
   if (coalescing.has(socket)) return
   coalescing.add(socket)
@@ -29,14 +33,14 @@ function coalesceSocketWrites(socket: Socket): void {
     if (!corked) {
       corked = true
       socket.cork()
-      process.nextTick(uncork)
+      setImmediate(uncork)
     }
     return write.apply(this, args)
   } as Socket['write']
 }
 
-/** Makes `redis` send the commands of one tick in one socket write, on every connection it opens. */
-export function coalesceWritesPerTick(redis: Redis): void {
+/** Makes `redis` send the commands of one loop turn in one socket write, on every connection it opens. */
+export function coalesceWritesPerLoopTurn(redis: Redis): void {
   const onConnection = () => {
     const socket = redis.stream as Socket | undefined
     if (socket) coalesceSocketWrites(socket)

@@ -1,12 +1,12 @@
 // Write coalescing of ioredis clients (src/storage/redis-write-coalescing.ts)
-// on real Redis (TEST_REDIS_URL): the commands of one tick reach the socket's
+// on real Redis (TEST_REDIS_URL): the commands of one event-loop turn reach the socket's
 // transport as one write, their replies are each command's own, and a client
 // that reconnected coalesces on its new socket too. Writes are counted at the
 // socket's _write / _writev, under which Bun sends one sendto each.
 import { afterAll, expect, test } from 'bun:test'
 import type { Socket } from 'node:net'
 import Redis from 'ioredis'
-import { coalesceWritesPerTick } from '../../src/storage/redis-write-coalescing.ts'
+import { coalesceWritesPerLoopTurn } from '../../src/storage/redis-write-coalescing.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 
 /** Counts the writes `socket` hands its transport from now on (a writev is one). */
@@ -40,7 +40,7 @@ if (TEST_REDIS_URL) {
   const client = async (coalesce: boolean) => {
     const redis = new Redis(TEST_REDIS_URL as string)
     clients.push(redis)
-    if (coalesce) coalesceWritesPerTick(redis)
+    if (coalesce) coalesceWritesPerLoopTurn(redis)
     await redis.ping()
     return redis
   }
@@ -56,7 +56,7 @@ if (TEST_REDIS_URL) {
     expect(writes()).toBe(3)
   })
 
-  test('commands issued in one tick are one write, each with its own reply', async () => {
+  test('commands issued in one loop turn are one write, each with its own reply', async () => {
     const redis = await client(true)
     const writes = transportWrites(streamOf(redis))
     const replies = await Promise.all([
@@ -68,7 +68,7 @@ if (TEST_REDIS_URL) {
     ])
     expect(replies).toEqual(['OK', 2, '2', expect.stringContaining('WRONGTYPE'), '2'])
     expect(writes()).toBe(1)
-    // The next tick's command is a write of its own, not held back.
+    // A command of a later turn is a write of its own, not held back.
     expect(await redis.incr(key)).toBe(3)
     expect(writes()).toBe(2)
   })
