@@ -11,7 +11,7 @@ import { type LoadResult, type LoadSettings, type RequestSpec, runLoad } from '.
 import { type OpenLoopResult, runOpenLoop } from './open-loop.ts'
 import type { BenchOptions } from './options.ts'
 import type { Prepared } from './prepare.ts'
-import { requestScenarios } from './scenarios.ts'
+import { type RequestScenario, requestScenarios } from './scenarios.ts'
 
 export interface SaturatedRound {
   service: LoadResult
@@ -118,6 +118,52 @@ function openLoopFailures(name: string, result: OpenLoopResult): string[] {
   return failures
 }
 
+/** One request scenario on `server`, against the bare route answering as many bytes. */
+export async function measureScenario(
+  scenario: RequestScenario,
+  server: { url: string; pid: number },
+  bare: BareServer,
+  options: BenchOptions,
+  progress: (line: string) => void,
+): Promise<RequestResult> {
+  const baseUrl = server.url
+  const bytes = Buffer.byteLength(await scenario.warm(baseUrl))
+  const reference: RequestSpec = { method: 'GET', path: bare.pathFor(bytes) }
+  const saturation = await saturate(
+    { url: baseUrl, spec: scenario.spec, pid: server.pid },
+    { url: bare.url, spec: reference, pid: bare.pid },
+    options,
+  )
+  const { service, bare: bareLoad } = saturation
+  const rate = Math.max(100, Math.min(options.ratePerSec, Math.floor(service.rps / 2)))
+  const openLoop = {
+    ratePerSec: rate,
+    durationSec: options.openLoopSec,
+    connections: OPEN_LOOP_CONNECTIONS,
+  }
+  const bareOpen = await runOpenLoop(bare.url, reference, openLoop)
+  const serviceOpen = await runOpenLoop(baseUrl, scenario.spec, openLoop)
+  const result: RequestResult = {
+    name: scenario.name,
+    title: scenario.title,
+    bytes,
+    saturation,
+    openLoop: { service: serviceOpen, bare: bareOpen },
+    failures: [
+      ...loadFailures(scenario.name, service),
+      ...loadFailures(`${scenario.name} (bare)`, bareLoad),
+      ...openLoopFailures(scenario.name, serviceOpen),
+      ...openLoopFailures(`${scenario.name} (bare)`, bareOpen),
+    ],
+  }
+  progress(
+    `${scenario.name}: ${service.rps.toFixed(0)} req/s = ${result.saturation.ratio.toFixed(2)}× bare ` +
+      `(${bareLoad.rps.toFixed(0)}); at ${rate} req/s offered p99 ${serviceOpen.latency.p99.toFixed(2)} ms ` +
+      `(bare ${bareOpen.latency.p99.toFixed(2)} ms)${result.failures.length > 0 ? ': wrong answers' : ''}`,
+  )
+  return result
+}
+
 export async function measureRequests(
   server: { url: string; pid: number },
   bare: BareServer,
@@ -126,43 +172,7 @@ export async function measureRequests(
   progress: (line: string) => void,
 ): Promise<RequestResult[]> {
   const results: RequestResult[] = []
-  for (const scenario of requestScenarios(prepared)) {
-    const baseUrl = server.url
-    const bytes = Buffer.byteLength(await scenario.warm(baseUrl))
-    const reference: RequestSpec = { method: 'GET', path: bare.pathFor(bytes) }
-    const saturation = await saturate(
-      { url: baseUrl, spec: scenario.spec, pid: server.pid },
-      { url: bare.url, spec: reference, pid: bare.pid },
-      options,
-    )
-    const { service, bare: bareLoad } = saturation
-    const rate = Math.max(100, Math.min(options.ratePerSec, Math.floor(service.rps / 2)))
-    const openLoop = {
-      ratePerSec: rate,
-      durationSec: options.openLoopSec,
-      connections: OPEN_LOOP_CONNECTIONS,
-    }
-    const bareOpen = await runOpenLoop(bare.url, reference, openLoop)
-    const serviceOpen = await runOpenLoop(baseUrl, scenario.spec, openLoop)
-    const result: RequestResult = {
-      name: scenario.name,
-      title: scenario.title,
-      bytes,
-      saturation,
-      openLoop: { service: serviceOpen, bare: bareOpen },
-      failures: [
-        ...loadFailures(scenario.name, service),
-        ...loadFailures(`${scenario.name} (bare)`, bareLoad),
-        ...openLoopFailures(scenario.name, serviceOpen),
-        ...openLoopFailures(`${scenario.name} (bare)`, bareOpen),
-      ],
-    }
-    results.push(result)
-    progress(
-      `${scenario.name}: ${service.rps.toFixed(0)} req/s = ${result.saturation.ratio.toFixed(2)}× bare ` +
-        `(${bareLoad.rps.toFixed(0)}); at ${rate} req/s offered p99 ${serviceOpen.latency.p99.toFixed(2)} ms ` +
-        `(bare ${bareOpen.latency.p99.toFixed(2)} ms)${result.failures.length > 0 ? ': wrong answers' : ''}`,
-    )
-  }
+  for (const scenario of requestScenarios(prepared))
+    results.push(await measureScenario(scenario, server, bare, options, progress))
   return results
 }

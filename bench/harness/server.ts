@@ -17,6 +17,8 @@ export interface ServerOptions {
   chunkDelayMs: number
   /** Instances of one deployment share it (a resume token from one is valid on the other). */
   resumeTokenSecret?: string
+  /** Variables set over the harness's own (a limit turned on, say). */
+  env?: Record<string, string>
   /** Run under Bun's CPU profiler, writing `<name>.md` here when the server exits. */
   profile?: { dir: string; name: string }
   startTimeoutMs?: number
@@ -109,6 +111,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Named even when it is the default, so the harness meters the same database.
   if (options.backend.stateUrl) env.REDIS_STATE_URL = options.backend.stateUrl
   else if (options.backend.redisUrl) env.REDIS_STATE_URL = 'memory://'
+  Object.assign(env, options.env)
   const child = track(
     Bun.spawn(withFileLimit([process.execPath, ...profileFlags(options.profile), 'src/index.ts']), {
       cwd: ROOT,
