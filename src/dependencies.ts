@@ -19,7 +19,7 @@ import { type Logger, warnTo } from './observability/logger.ts'
 import type { Metrics } from './observability/metrics.ts'
 import { createMemoryRateLimiter } from './rate-limit/memory-rate-limiter.ts'
 import type { RateLimits } from './rate-limit/rate-limit-plugin.ts'
-import type { RateLimiter, RateLimitPolicy } from './rate-limit/rate-limiter.ts'
+import type { RateLimitPolicy } from './rate-limit/rate-limiter.ts'
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts'
 import { createReadiness, storeChecks } from './readiness.ts'
 import { createMemoryState, openRedisState, type State } from './state/state.ts'
@@ -139,12 +139,19 @@ export async function openRateLimits(
     await connectedWithin(client, 2_000)
     redis = client
   }
-  const limiter = (name: string, points: number): RateLimiter | undefined => {
+  // The requests limit, looser and checked on every request, spends points
+  // reserved in blocks; sends are few and their limit strict: one check each.
+  const limiter = (name: string, points: number, reserveBlocks: boolean) => {
     if (points === 0) return undefined
     const policy: RateLimitPolicy = { name, points, windowSeconds }
-    return redis ? createRedisRateLimiter(policy, { redis }) : createMemoryRateLimiter(policy)
+    return redis
+      ? createRedisRateLimiter(policy, { redis, reserveBlocks })
+      : createMemoryRateLimiter(policy)
   }
-  return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
+  return {
+    sends: limiter('sends', sends, false),
+    requests: limiter('requests', requests, true),
+  }
 }
 
 /** Resolves once the client is ready, or after ms (it then counts in memory until it is). */

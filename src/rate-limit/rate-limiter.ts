@@ -1,7 +1,8 @@
 // The RateLimiter port: counts requests per key (a user) in fixed windows and
 // says whether one more is allowed, and if not, when to come back. Adapters:
 // memory-rate-limiter.ts (one process) and redis-rate-limiter.ts (shared by
-// every instance). Both are thin over rate-limiter-flexible, which is made
+// every instance; exact per request, or spending points reserved in blocks,
+// reserving-rate-limiter.ts). Both are thin over rate-limiter-flexible, which is made
 // for exactly this; this module turns its answers into a RateLimitDecision.
 import { RateLimiterRes } from 'rate-limiter-flexible'
 
@@ -24,7 +25,8 @@ export interface RateLimitPolicy {
 
 /** What rate-limiter-flexible limiters have in common, as far as this port needs it. */
 export interface FlexibleLimiter {
-  consume(key: string): Promise<RateLimiterRes>
+  /** Counts `points` (1 by default) for key; rejects with a RateLimiterRes past the limit. */
+  consume(key: string, points?: number): Promise<RateLimiterRes>
 }
 
 /**

@@ -9,6 +9,7 @@ import type Redis from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { memoryLimiterOf } from './memory-rate-limiter.ts'
 import { flexibleRateLimiter, type RateLimiter, type RateLimitPolicy } from './rate-limiter.ts'
+import { reservingRateLimiter } from './reserving-rate-limiter.ts'
 
 export interface RedisRateLimiterOptions {
   /**
@@ -18,20 +19,26 @@ export interface RedisRateLimiterOptions {
   redis: Redis
   /** Prepended to every key (tests run side by side on one Redis). */
   keyPrefix?: string
+  /**
+   * Take points from Redis in blocks and spend them in the process
+   * (reserving-rate-limiter.ts): a round trip every few requests instead of
+   * each, never more than the limit in all, but one instance may refuse
+   * early while another holds unspent points. For a loose limit.
+   */
+  reserveBlocks?: boolean
 }
 
 export function createRedisRateLimiter(
   policy: RateLimitPolicy,
-  { redis, keyPrefix = '' }: RedisRateLimiterOptions,
+  { redis, keyPrefix = '', reserveBlocks = false }: RedisRateLimiterOptions,
 ): RateLimiter {
-  return flexibleRateLimiter(
-    new RateLimiterRedis({
-      storeClient: redis,
-      points: policy.points,
-      duration: policy.windowSeconds,
-      keyPrefix: `${keyPrefix}ratelimit:${policy.name}`,
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: memoryLimiterOf(policy),
-    }),
-  )
+  const store = new RateLimiterRedis({
+    storeClient: redis,
+    points: policy.points,
+    duration: policy.windowSeconds,
+    keyPrefix: `${keyPrefix}ratelimit:${policy.name}`,
+    rejectIfRedisNotReady: true,
+    insuranceLimiter: memoryLimiterOf(policy),
+  })
+  return reserveBlocks ? reservingRateLimiter(store) : flexibleRateLimiter(store)
 }

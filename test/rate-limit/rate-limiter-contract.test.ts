@@ -3,8 +3,10 @@
 // points per key, refuses the next with a Retry-After inside the window, keeps
 // keys and limits apart, and opens again when the window ends. The Redis
 // adapter also shares its counts between instances (separate connections) and
-// keeps limiting, per process, while Redis does not answer.
-import { afterAll, describe, expect, test } from 'bun:test'
+// keeps limiting, per process, while Redis does not answer; taking points in
+// blocks, it allows one instance exactly the limit in a few round trips and
+// two never more than the limit in all.
+import { afterAll, describe, expect, spyOn, test } from 'bun:test'
 import Redis from 'ioredis'
 import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
 import type { RateLimiter, RateLimitPolicy } from '../../src/rate-limit/rate-limiter.ts'
@@ -47,14 +49,25 @@ const adapters: Adapter[] = [
 ]
 const redisUrl = TEST_REDIS_URL
 if (redisUrl)
-  adapters.push({
-    name: 'redis',
-    open: async (policy, prefix) =>
-      createRedisRateLimiter(policy, {
-        redis: await connected(redisClient(redisUrl)),
-        keyPrefix: `${prefix}:`,
-      }),
-  })
+  adapters.push(
+    {
+      name: 'redis',
+      open: async (policy, prefix) =>
+        createRedisRateLimiter(policy, {
+          redis: await connected(redisClient(redisUrl)),
+          keyPrefix: `${prefix}:`,
+        }),
+    },
+    {
+      name: 'redis, points reserved in blocks',
+      open: async (policy, prefix) =>
+        createRedisRateLimiter(policy, {
+          redis: await connected(redisClient(redisUrl)),
+          keyPrefix: `${prefix}:`,
+          reserveBlocks: true,
+        }),
+    },
+  )
 
 const policy = (points: number, windowSeconds = 60): RateLimitPolicy => ({
   name: 'sends',
@@ -118,24 +131,67 @@ for (const adapter of adapters) {
 }
 
 describe.skipIf(!redisUrl)('Redis rate limiter across instances', () => {
-  test('instances on one Redis share the count of a user', async () => {
+  for (const adapter of adapters.slice(1))
+    test(`instances on one Redis share the count of a user (${adapter.name})`, async () => {
+      const prefix = uniqueName('rl')
+      const first = await adapter.open(policy(2), prefix)
+      const second = await adapter.open(policy(2), prefix)
+      expect((await first.consume('alice')).allowed).toBe(true)
+      expect((await second.consume('alice')).allowed).toBe(true)
+      expect((await first.consume('alice')).allowed).toBe(false)
+      expect((await second.consume('alice')).allowed).toBe(false)
+    })
+
+  test('points reserved in blocks: one instance gets exactly the limit in a few round trips; two never more than it', async () => {
+    const redis = await connected(redisClient(redisUrl as string))
     const prefix = uniqueName('rl')
-    const first = await adapters[1]?.open(policy(2), prefix)
-    const second = await adapters[1]?.open(policy(2), prefix)
-    if (!first || !second) throw new Error('no redis adapter')
-    expect((await first.consume('alice')).allowed).toBe(true)
-    expect((await second.consume('alice')).allowed).toBe(true)
-    expect((await first.consume('alice')).allowed).toBe(false)
-    expect((await second.consume('alice')).allowed).toBe(false)
+    const reserving = (name: string) =>
+      createRedisRateLimiter(policy(600), {
+        redis,
+        keyPrefix: `${prefix}:${name}:`,
+        reserveBlocks: true,
+      })
+    const commands = spyOn(redis, 'sendCommand')
+    const alone = reserving('alone')
+    // 100 at once, then one at a time: exactly 600 allowed, then refusals.
+    const burst = await Promise.all(Array.from({ length: 100 }, () => alone.consume('alice')))
+    const rest = await consumeTimes(alone, 'alice', 520)
+    const allowed = [...burst, ...rest].filter((decision) => decision.allowed).length
+    expect(allowed).toBe(600)
+    expect(rest.at(-1)?.allowed).toBe(false)
+    // Every request would be a command to Redis; blocks make it a few dozen.
+    expect(commands.mock.calls.length).toBeGreaterThan(0)
+    expect(commands.mock.calls.length).toBeLessThan(40)
+    commands.mockRestore()
+
+    const one = reserving('shared')
+    const other = createRedisRateLimiter(policy(600), {
+      redis: await connected(redisClient(redisUrl as string)),
+      keyPrefix: `${prefix}:shared:`,
+      reserveBlocks: true,
+    })
+    let both = 0
+    for (let i = 0; i < 700; i++) {
+      if ((await one.consume('bob')).allowed) both++
+      if ((await other.consume('bob')).allowed) both++
+    }
+    expect(both).toBeLessThanOrEqual(600)
+    // A block held unspent elsewhere costs at most half of what was left.
+    expect(both).toBeGreaterThanOrEqual(300)
   })
 
-  test('while Redis does not answer, each process keeps limiting in memory, without waiting', async () => {
-    // Nothing listens on this loopback port: every Redis call fails.
-    const down = redisClient(`redis://127.0.0.1:${freePort()}`)
-    const limiter = createRedisRateLimiter(policy(2), { redis: down, keyPrefix: uniqueName('rl') })
-    const started = performance.now()
-    const decisions = await consumeTimes(limiter, 'alice', 3)
-    expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false])
-    expect(performance.now() - started).toBeLessThan(2_000)
-  })
+  for (const reserveBlocks of [false, true])
+    test(`while Redis does not answer, each process keeps limiting in memory, without waiting${reserveBlocks ? ' (points reserved in blocks)' : ''}`, async () => {
+      // Nothing listens on this loopback port: every Redis call fails.
+      const down = redisClient(`redis://127.0.0.1:${freePort()}`)
+      const limiter = createRedisRateLimiter(policy(2), {
+        redis: down,
+        keyPrefix: uniqueName('rl'),
+        reserveBlocks,
+      })
+      const started = performance.now()
+      const decisions = await consumeTimes(limiter, 'alice', 3)
+      expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false])
+      expect(performance.now() - started).toBeLessThan(2_000)
+    })
 })

@@ -41,7 +41,12 @@ async function limitsFor(
     const keyPrefix = `${uniqueName('rl')}:`
     return {
       sends: createRedisRateLimiter(policy('sends', sends), { redis, keyPrefix }),
-      requests: createRedisRateLimiter(policy('requests', requests), { redis, keyPrefix }),
+      // As the service wires it (dependencies.ts): the requests limit takes points in blocks.
+      requests: createRedisRateLimiter(policy('requests', requests), {
+        redis,
+        keyPrefix,
+        reserveBlocks: true,
+      }),
     }
   }
   return {
