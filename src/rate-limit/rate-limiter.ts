@@ -2,8 +2,9 @@
 // says whether one more is allowed, and if not, when to come back. Adapters:
 // memory-rate-limiter.ts (one process) and redis-rate-limiter.ts (shared by
 // every instance; exact per request, or spending points reserved in blocks,
-// reserving-rate-limiter.ts). Both are thin over rate-limiter-flexible, which is made
-// for exactly this; this module turns its answers into a RateLimitDecision.
+// reserving-rate-limiter.ts). All count with rate-limiter-flexible's
+// limiters, which are made for exactly this; this module turns their answers
+// into a RateLimitDecision.
 import { RateLimiterRes } from 'rate-limiter-flexible'
 
 export type RateLimitDecision =

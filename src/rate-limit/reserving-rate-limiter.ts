@@ -30,10 +30,8 @@ interface Reserve {
 /** Keys with a reserve kept at once; an evicted reserve only loses its unspent points. */
 const MAX_KEYS = 100_000
 
-export function reservingRateLimiter(
-  store: FlexibleLimiter,
-  now: () => number = Date.now,
-): RateLimiter {
+export function reservingRateLimiter(store: FlexibleLimiter): RateLimiter {
+  const now = Date.now
   const reserves = new LRUCache<string, Reserve>({ max: MAX_KEYS })
   /** The reservation in flight per key: others wait for it rather than reserve too. */
   const reserving = new Map<string, Promise<void>>()
