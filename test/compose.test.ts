@@ -1,11 +1,11 @@
 // compose.yaml and deploy/nginx.conf, read as data (no docker engine here; CI
-// also runs `docker-compose config` on compose.yaml): every service README.md's
-// "Docker Compose" section names exists and the other way round, app runs two
-// or more replicas health-checked on /ready with the state database and no
-// default resume secret, `lb` (nginx) is the only way in and balances them
-// round robin without buffering event streams, each example variant runs under
-// the `examples` profile with its APP_VARIANT, k6 under `bench` aimed at lb,
-// and the stores keep their data in named volumes.
+// also runs `docker-compose config` on compose.yaml): every service the
+// "Docker Compose" section of docs/operations.md names exists and the other
+// way round, app runs two or more replicas health-checked on /ready with the
+// state database and no default resume secret, `lb` (nginx) is the only way
+// in and balances them round robin without buffering event streams, each
+// example variant runs under the `examples` profile with its APP_VARIANT, k6
+// under `bench` aimed at lb, and the stores keep their data in named volumes.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -143,20 +143,23 @@ function header(name: string): string | undefined {
 /** The port lb listens on inside its container (compose publishes it). */
 const lbPort = Number(only(server.block, 'listen').args[0])
 
-/** The service names in the first column of the tables of README.md's "Docker Compose" section. */
-function readmeServices(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const start = readme.search(/^## Docker Compose\s*$/m)
-  if (start === -1) throw new Error('README.md has no "## Docker Compose" section')
-  const rest = readme.slice(start + 1)
+/** The operator's guide, where compose's services are described. */
+const OPERATIONS_DOC = 'docs/operations.md'
+
+/** The service names in the first column of the tables of the guide's "Docker Compose" section. */
+function documentedServices(): string[] {
+  const guide = readFileSync(join(ROOT, OPERATIONS_DOC), 'utf8')
+  const start = guide.search(/^## Docker Compose\s*$/m)
+  if (start === -1) throw new Error(`${OPERATIONS_DOC} has no "## Docker Compose" section`)
+  const rest = guide.slice(start + 1)
   const next = rest.search(/^## /m)
   const section = next === -1 ? rest : rest.slice(0, next)
   return [...section.matchAll(/^\|\s*`([a-z0-9-]+)`\s*\|/gm)].map((match) => match[1] ?? '')
 }
 
-describe('compose.yaml and the README', () => {
-  test('every service the README names exists, and the README names every service', () => {
-    const named = readmeServices()
+describe('compose.yaml and docs/operations.md', () => {
+  test('every service the guide names exists, and the guide names every service', () => {
+    const named = documentedServices()
     expect(named.length).toBeGreaterThan(0)
     for (const name of named) expect(serviceNames).toContain(name)
     for (const name of serviceNames) expect(named).toContain(name)

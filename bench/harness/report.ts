@@ -1,5 +1,5 @@
 // The run's report: one JSON document (everything measured), one Markdown
-// page (the tables the README quotes) and its SVG chart, written to
+// page (the tables docs/benchmarks.md quotes) and its SVG chart, written to
 // bench/results/ under the run's date and commit.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'

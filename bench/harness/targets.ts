@@ -84,7 +84,7 @@ export function manyStreamsFailures(result: ManyStreamsResult): string[] {
   return [`many-streams: ${result.completed} of ${result.clients} streams completed${why}`]
 }
 
-/** The scale run's targets (the issue's): see README "Many streams on Redis turn logs". */
+/** The scale run's targets (the issue's): see docs/benchmarks.md "At scale: many streams". */
 export const SCALE_TARGETS = {
   /** Send + stream must admit at least this many turns a second (today's, before the Redis logs). */
   minTurnsPerSec: 250,

@@ -1,7 +1,7 @@
 // Cache adapter for a real Redis server through Bun's built-in client
 // (Bun.RedisClient), with the semantics of redis-cache.ts; it passes the Cache
 // contract suite. Not wired into the service (measured with Bun 1.4.5, see
-// README "Redis clients"): its GETs are faster than ioredis's, but once Redis
+// docs/benchmarks.md, "Smaller tools"): its GETs are faster than ioredis's, but once Redis
 // restarts the client fails every command until the process restarts, and it
 // delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
 import { RedisClient } from 'bun'
