@@ -32,7 +32,9 @@ function slug(heading: string): string {
 }
 
 function anchorsOf(markdown: string): Set<string> {
-  return new Set([...prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((m) => slug(m[1] ?? '')))
+  return new Set(
+    [...prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map((m) => slug(m[1] ?? '')),
+  )
 }
 
 /** The relative link targets of a document (images included), as written. */
