@@ -1,5 +1,5 @@
 // Storing the send that creates a conversation, in one statement: the user (if
-// new), the conversation, its user messages and the reply's in-progress row,
+// new), the conversation, its user messages, its send key and the reply's in-progress row,
 // which is its current node (CONTRACT §10). One round trip and no transaction:
 // under load every round trip of a transaction waits for the event loop while
 // its connection is held, and the many-streams benchmark ran out of
@@ -78,7 +78,11 @@ export async function storeFirstSend(
       `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
        conversation AS (
          INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node)
-         VALUES ($2, $1, $3, $4, $5, $6))
+         VALUES ($2, $1, $3, $4, $5, $6)),
+       -- The send's key (send-keys-repository.ts): a retry of this send is refused here.
+       send_key AS (
+         INSERT INTO send_keys (user_id, message_id, conversation_id, reply_id)
+         VALUES ($1, $8, $2, $6))
        INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
                              created_at, updated_at, run_token)
        SELECT m.id, $2, m.parent_id, m.role, m.content, m.status, m.metadata, m.at, m.at, m.run_token
@@ -95,15 +99,17 @@ export async function storeFirstSend(
         dateOf(last.createTime),
         send.reply.id,
         rows,
+        first.id,
       ],
     )
     const reply = stored.find((row) => row.role === 'assistant')
     if (!reply) throw new Error('storeFirstSend: the reply row was not stored')
     return { replySeq: reply.seq }
   } catch (error) {
-    // Only a conversation id already taken is left (ids are random UUIDs).
+    // The send's key, when the user sent its first message id before (a
+    // conversation id taken is all else: they are random UUIDs).
     if (sqlState(error) === UNIQUE_VIOLATION)
-      throw conflict('A conversation with this id already exists.')
+      throw conflict(`A message with id "${first.id}" was already sent.`)
     throw error
   }
 }

@@ -21,6 +21,7 @@ import { createTurnRunner } from './runner.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import type { SendAction } from './turn/placement.ts'
+import { originalOfRetry } from './turn/retried-send.ts'
 import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
 
 export interface ConversationServiceOptions {
@@ -187,7 +188,11 @@ export function createConversationService(options: ConversationServiceOptions) {
               .catch((cause) => warn('could not release a lease', cause))
           throw error
         }
-      })
+      }).catch(async (refusal: unknown) => ({
+        // A retried send starts nothing: it answers with its original's stream (CONTRACT §14).
+        retryOf: await originalOfRetry(deps, request, refusal),
+      }))
+      if ('retryOf' in turn) return streamOf(turn.retryOf, 0)
       runner.accepted(
         turn.conversationId,
         turn.messageId,

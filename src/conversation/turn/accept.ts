@@ -20,6 +20,7 @@ import { type FirstSend, storeFirstSend } from '../first-send-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
+import { insertSendKey } from '../send-keys-repository.ts'
 import { insertReplyPlaceholder, type QueuedTurn, type ReplyMetadata } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction } from './placement.ts'
@@ -178,7 +179,11 @@ async function storeInExisting(
     // trip waits for the event loop, and the connection is held meanwhile.
     const messages = insertMessages(tx, conversationId, inputs, 'finished_successfully')
     const placed = insertReplyPlaceholder(tx, conversationId, reply)
-    await allInOrder([messages, placed])
+    // A retry of this send is refused here (turn/retried-send.ts); a variant stores no message.
+    const first = inputs[0]
+    const key =
+      first && insertSendKey(tx, { userId, messageId: first.id, conversationId, replyId: reply.id })
+    await allInOrder([messages, placed, key])
     const { seq, claimed } = await placed
     return { replySeq: seq, claimed }
   })
