@@ -77,8 +77,9 @@ export async function storeFirstSend(
     const stored = await db.query<{ seq: number; role: string }>(
       `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
        conversation AS (
-         INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node)
-         VALUES ($2, $1, $3, $4, $5, $6))
+         INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node,
+                                    default_model_slug)
+         VALUES ($2, $1, $3, $4, $5, $6, $8))
        INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
                              created_at, updated_at, run_token)
        SELECT m.id, $2, m.parent_id, m.role, m.content, m.status, m.metadata, m.at, m.at, m.run_token
@@ -95,6 +96,8 @@ export async function storeFirstSend(
         dateOf(last.createTime),
         send.reply.id,
         rows,
+        // The model of the first reply is the conversation's (CONTRACT §15).
+        send.reply.metadata.model_slug,
       ],
     )
     const reply = stored.find((row) => row.role === 'assistant')
