@@ -148,7 +148,7 @@ function catalogueText(env: Env): { source: string; text: string } | undefined {
 /** Rules across entries and with the environment: unique slugs, one default, keys present. */
 function checkEntries(source: string, entries: Entry[], env: Env): void {
   const seen = new Set<string>()
-  let defaults = 0
+  let firstDefault: number | undefined
   entries.forEach((entry, index) => {
     const where = `${source}[${index}]`
     if (entry.slug === 'auto')
@@ -158,7 +158,11 @@ function checkEntries(source: string, entries: Entry[], env: Env): void {
     if (seen.has(entry.slug))
       throw new ModelsConfigError(`${where}.slug repeats "${entry.slug}": slugs must be unique`)
     seen.add(entry.slug)
-    if (entry.default) defaults++
+    if (entry.default && firstDefault !== undefined)
+      throw new ModelsConfigError(
+        `${where}.default must not be true: ${source}[${firstDefault}] is the default already`,
+      )
+    if (entry.default) firstDefault = index
     if (entry.provider === 'local')
       for (const name of ['base_url', 'api_key_env'] as const)
         if (entry[name] !== undefined)
@@ -176,10 +180,6 @@ function checkEntries(source: string, entries: Entry[], env: Env): void {
         `${where}.api_key_env names the variable ${entry.api_key_env}, which is not set`,
       )
   })
-  if (defaults > 1)
-    throw new ModelsConfigError(
-      `${source} marks ${defaults} models "default": true; at most one may be`,
-    )
 }
 
 /** Tokens kept for the reply: as configured, else a quarter of the window (at most 8191), else 8191. */

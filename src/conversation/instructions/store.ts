@@ -42,7 +42,8 @@ export function createInstructionsStore(deps: {
       if (cached) return cached
       const fill = await cache.startFill(key)
       const instructions = await readInstructions(db, userId)
-      cache
+      // Awaited (a miss is rare: once per user per expiry), so the next read hits.
+      await cache
         .fill(key, fill, JSON.stringify(instructions), INSTRUCTIONS_TTL_SECONDS)
         .catch((error) => warn('cache write failed', error))
       return instructions
