@@ -38,9 +38,13 @@ const MAX_MODELS = 64
 const MAX_SYSTEM_PROMPT_CHARS = 20_000
 export const SLUG_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$'
 
-/** The keyword each field adds: the end of "… must be …", and whether its value may be shown. */
-const field = <T extends TSchema>(schema: T, expected: string, sensitive = false): T =>
-  Object.assign(schema, { expected, sensitive })
+/**
+ * The keywords each field adds: the end of "… must be …", and whether the
+ * value given may be shown. Only a closed set of words may: a key pasted
+ * into any text field by mistake must never reach the log.
+ */
+const field = <T extends TSchema>(schema: T, expected: string, showGiven = false): T =>
+  Object.assign(schema, { expected, showGiven })
 
 const Entry = Type.Object(
   {
@@ -54,18 +58,18 @@ const Entry = Type.Object(
     provider: field(
       Type.Union(MODEL_PROVIDERS.map((name) => Type.Literal(name))),
       `one of ${MODEL_PROVIDERS.join(', ')}`,
+      true,
     ),
     model: Type.Optional(
       field(Type.String({ minLength: 1, maxLength: 256 }), 'a text of 1 to 256 characters'),
     ),
     base_url: Type.Optional(
-      field(Type.String({ format: 'conduit-http-url' }), 'an http:// or https:// URL', true),
+      field(Type.String({ format: 'conduit-http-url' }), 'an http:// or https:// URL'),
     ),
     api_key_env: Type.Optional(
       field(
         Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }),
         'the name of an environment variable (letters, digits, _)',
-        true,
       ),
     ),
     max_tokens: Type.Optional(
@@ -81,7 +85,6 @@ const Entry = Type.Object(
       field(
         Type.String({ maxLength: MAX_SYSTEM_PROMPT_CHARS }),
         `a text of at most ${MAX_SYSTEM_PROMPT_CHARS} characters`,
-        true,
       ),
     ),
     default: Type.Optional(field(Type.Boolean(), 'true or false')),
@@ -120,12 +123,18 @@ function firstError(source: string, value: unknown): string | undefined {
   const where = `${source}${entryPath(error.path)}`
   if (error.path.split('/').length === 2)
     return `${where} must be an object ({"slug","provider",…})`
-  if (error.type === ValueErrorType.ObjectAdditionalProperties)
-    return `${where} is not a field of a model (fields: ${Object.keys(Entry.properties).join(', ')})`
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
+    const fields = `fields: ${Object.keys(Entry.properties).join(', ')}`
+    const name = error.path.split('/')[2] ?? ''
+    // A name is shown only when it looks like one (a misspelt field), never a pasted key.
+    return /^[A-Za-z_]{1,32}$/.test(name)
+      ? `${where} is not a field of a model (${fields})`
+      : `${source}[${error.path.split('/')[1]}] has a field that is not a field of a model (${fields})`
+  }
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${where} is required`
-  const schema = error.schema as { expected?: string; sensitive?: boolean }
+  const schema = error.schema as { expected?: string; showGiven?: boolean }
   const given =
-    schema.sensitive || typeof error.value !== 'string' || error.value.length > 64
+    !schema.showGiven || typeof error.value !== 'string' || error.value.length > 64
       ? ''
       : `; got ${JSON.stringify(error.value)}`
   return `${where} must be ${schema.expected ?? 'valid'}${given}`

@@ -221,10 +221,15 @@ describe('MODELS', () => {
     const messages = [
       // Pasted where the variable name goes.
       configError(models([{ slug: 'o', provider: 'openai', api_key_env: KEY }])).message,
+      // Pasted as a field's name.
+      configError(models([{ slug: 'o', provider: 'openai', [KEY]: true }])).message,
       // Pasted as a field of its own.
       configError(models([{ slug: 'o', provider: 'openai', api_key: KEY }])).message,
       // Inside broken JSON (the parser's message would quote it).
       configError({ MODELS: `[{"slug": "o", "api_key": ${KEY}}]` }).message,
+      // As a slug or a title (neither is ever shown).
+      configError(models([{ slug: `${KEY} `, provider: 'openai' }])).message,
+      configError(models([{ slug: 'o', title: `${KEY}`.repeat(10), provider: 'openai' }])).message,
       // In a URL.
       configError(models([{ slug: 'o', provider: 'openai', base_url: `ftp://user:${KEY}@x` }]))
         .message,
