@@ -115,6 +115,9 @@ const variables = {
   MODEL: text(),
   OPENAI_BASE_URL: url('conduit-http-url', 'an http:// or https:// URL'),
   OPENAI_API_KEY: text({ sensitive: true }),
+  // The model catalogue (models-config.ts checks each entry); never echoed: it may hold prompts.
+  MODELS: text({ sensitive: true }),
+  MODELS_FILE: text({ expected: 'a file name' }),
   MODEL_TIMEOUT_MS: integer(60_000, 1, 3_600_000),
   LOCAL_MODEL_CHUNK_DELAY_MS: integer(20, 0, 60_000),
   AUTH_JWT_SECRET: text({ sensitive: true }),

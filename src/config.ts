@@ -12,6 +12,7 @@ import {
   type Variant,
   variableSchema,
 } from './config-schema.ts'
+import { type ModelConfig, ModelsConfigError, readModels } from './models-config.ts'
 
 export {
   LOG_LEVELS,
@@ -21,6 +22,7 @@ export {
   VARIANTS,
   type Variant,
 } from './config-schema.ts'
+export type { ModelConfig } from './models-config.ts'
 
 export interface RateLimitConfig {
   /** Sends one user may make per window; 0 = no limit. */
@@ -49,6 +51,11 @@ export interface Config {
   model: string
   openaiBaseUrl: string
   openaiApiKey: string | undefined
+  /**
+   * The model catalogue (CONTRACT §15): MODELS / MODELS_FILE, else the one
+   * model of the variables above. Never empty; exactly one is the default.
+   */
+  models: ModelConfig[]
   /** Longest wait for the next chunk from the model before the turn fails. */
   modelTimeoutMs: number
   localModelChunkDelayMs: number
@@ -175,9 +182,21 @@ function corsOrigins(env: CheckedEnv): string[] {
   return origins
 }
 
+/** The catalogue of MODELS / MODELS_FILE, or of the single-model variables; ConfigError on a bad entry. */
+function models(env: Env, single: Parameters<typeof readModels>[1]): ModelConfig[] {
+  try {
+    return readModels(env, single)
+  } catch (error) {
+    if (error instanceof ModelsConfigError) throw new ConfigError(error.message)
+    throw error
+  }
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const e = checkEnv(env)
+  const model = e.MODEL ?? (e.MODEL_PROVIDER === 'local' ? 'local-echo' : 'gpt-4o-mini')
+  const openaiBaseUrl = e.OPENAI_BASE_URL?.replace(/\/+$/, '') ?? 'https://api.openai.com/v1'
   return {
     port: e.PORT,
     host: e.HOST,
@@ -187,9 +206,15 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: e.REDIS_URL,
     redisStateUrl: stateUrl(e),
     modelProvider: e.MODEL_PROVIDER,
-    model: e.MODEL ?? (e.MODEL_PROVIDER === 'local' ? 'local-echo' : 'gpt-4o-mini'),
-    openaiBaseUrl: e.OPENAI_BASE_URL?.replace(/\/+$/, '') ?? 'https://api.openai.com/v1',
+    model,
+    openaiBaseUrl,
     openaiApiKey: e.OPENAI_API_KEY,
+    models: models(env, {
+      provider: e.MODEL_PROVIDER,
+      model,
+      openaiBaseUrl,
+      openaiApiKey: e.OPENAI_API_KEY,
+    }),
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     localModelChunkDelayMs: e.LOCAL_MODEL_CHUNK_DELAY_MS,
     authJwtSecret: e.AUTH_JWT_SECRET,

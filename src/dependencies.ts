@@ -5,11 +5,13 @@
 import { resolve } from 'node:path'
 import Redis from 'ioredis'
 import type { AppDeps } from './app.ts'
-import type { Config } from './config.ts'
+import type { Config, ModelConfig } from './config.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/cache-keys.ts'
+import { createModelCatalogue, type ModelCatalogue } from './conversation/model/catalogue.ts'
 import { createLocalModel } from './conversation/model/local.ts'
 import { createOpenAiModel } from './conversation/model/openai.ts'
 import type { ModelProvider } from './conversation/model/provider.ts'
+import { tokenizerFor } from './conversation/model/token-count.ts'
 import { createConversationService } from './conversation/service.ts'
 import { safeErrorMessage } from './dependency-probe.ts'
 import { conversationObserver } from './observability/conversation-observer.ts'
@@ -100,15 +102,38 @@ export function openState(config: Config, log?: Logger): Promise<State> {
     : Promise.resolve(createMemoryState(options))
 }
 
-export function openModel(config: Config): ModelProvider {
-  return config.modelProvider === 'openai'
+/** The provider of one configured model. */
+function openProvider(config: Config, model: ModelConfig): ModelProvider {
+  return model.provider === 'openai'
     ? createOpenAiModel({
-        slug: config.model,
-        baseUrl: config.openaiBaseUrl,
-        apiKey: config.openaiApiKey,
+        slug: model.slug,
+        model: model.model,
+        baseUrl: model.baseUrl,
+        apiKey: model.apiKey,
         timeoutMs: config.modelTimeoutMs,
       })
-    : createLocalModel({ slug: config.model, chunkDelayMs: config.localModelChunkDelayMs })
+    : createLocalModel({ slug: model.slug, chunkDelayMs: config.localModelChunkDelayMs })
+}
+
+/** The model catalogue of MODELS / MODELS_FILE, or of the single-model variables (CONTRACT §15). */
+export function openModels(config: Config): ModelCatalogue {
+  return createModelCatalogue(
+    config.models.map((model) => ({
+      slug: model.slug,
+      title: model.title,
+      provider: openProvider(config, model),
+      maxTokens: model.maxTokens,
+      contextTokens: model.contextTokens,
+      systemPrompt: model.systemPrompt,
+      tokenizer: tokenizerFor(model.provider, model.model),
+    })),
+    config.models.find((model) => model.isDefault)?.slug,
+  )
+}
+
+/** The default model's provider alone (tests and benchmarks that run one model). */
+export function openModel(config: Config): ModelProvider {
+  return openModels(config).defaultModel.provider
 }
 
 /**
@@ -215,7 +240,7 @@ export async function openDependencies(
     const conversations = createConversationService({
       db,
       cache,
-      model: openModel(config),
+      models: openModels(config),
       resumeTokenSecret: config.resumeTokenSecret ?? (await state.sharedSecret('resume-token')),
       logs: state.logs,
       leases: state.leases,

@@ -363,7 +363,8 @@ describe('every variable of the schema', () => {
       expect(message).not.toContain('\n')
       if (variableSchema(name).sensitive) expect(message).not.toContain(value)
     }
-    // Only these take any non-empty text.
+    // Only these take any non-empty text (MODELS and MODELS_FILE are then read
+    // as a catalogue, test/model/models-config.test.ts).
     expect(freeText.sort()).toEqual([
       'ADMIN_TOKEN',
       'APP_ENV',
@@ -374,6 +375,8 @@ describe('every variable of the schema', () => {
       'DEBUG_TOOLBAR',
       'HOT_RELOAD',
       'MODEL',
+      'MODELS',
+      'MODELS_FILE',
       'OPENAI_API_KEY',
       'RESUME_TOKEN_SECRET',
     ])

@@ -1,8 +1,9 @@
 // GET /playground: a page where a person tries the conversation API in a
-// browser, served by the service itself: plain HTML, one stylesheet and two
-// small ES modules (the page, and the stream reader it imports), read once
-// at startup. No CDN and no build step; the page's Content Security Policy
-// allows nothing but this origin.
+// browser, served by the service itself: plain HTML, one stylesheet and small
+// ES modules (the page, and the stream reader, model picker and
+// custom-instructions dialog it imports), read once at startup. No CDN and
+// no build step; the page's Content Security Policy allows nothing but this
+// origin.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
@@ -25,6 +26,8 @@ const FILES = {
   'playground.css': 'text/css; charset=utf-8',
   'playground.js': 'text/javascript; charset=utf-8',
   'stream.js': 'text/javascript; charset=utf-8',
+  'models.js': 'text/javascript; charset=utf-8',
+  'instructions.js': 'text/javascript; charset=utf-8',
 } as const
 
 type FileName = keyof typeof FILES
@@ -49,4 +52,6 @@ export function playgroundPlugin() {
     .get(`${PLAYGROUND_PATH}/playground.css`, serve('playground.css'), hidden)
     .get(`${PLAYGROUND_PATH}/playground.js`, serve('playground.js'), hidden)
     .get(`${PLAYGROUND_PATH}/stream.js`, serve('stream.js'), hidden)
+    .get(`${PLAYGROUND_PATH}/models.js`, serve('models.js'), hidden)
+    .get(`${PLAYGROUND_PATH}/instructions.js`, serve('instructions.js'), hidden)
 }

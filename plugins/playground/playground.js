@@ -1,8 +1,11 @@
 // The playground page: pick a user (X-User-Id) or paste a JWT, see the
 // conversation list, open one, send and watch the reply stream in, stop it,
-// regenerate or edit, rename, archive and delete. A reload mid-reply resumes
+// regenerate or edit, rename, archive and delete, pick the model (models.js)
+// and set custom instructions (instructions.js). A reload mid-reply resumes
 // it (stream_status, then /resume from the first item). Buttons for routes
 // this server does not have (read from /docs/json) stay hidden.
+import { instructionsDialog } from './instructions.js'
+import { modelPicker } from './models.js'
 import { applyEvent, newTurn, sseEvents } from './stream.js'
 
 const API = '/backend-api'
@@ -21,6 +24,7 @@ const el = {
   rename: $('rename'),
   archive: $('archive'),
   remove: $('delete'),
+  model: $('model'),
 }
 
 const state = {
@@ -70,6 +74,8 @@ async function call(method, path, body, extraHeaders = {}) {
 }
 
 const callJson = async (method, path, body) => (await call(method, path, body)).json()
+
+const models = modelPicker(el.model, callJson)
 
 function say(text, isError = false) {
   el.status.textContent = text
@@ -179,6 +185,7 @@ function newConversation() {
   stopReading()
   state.messages = []
   el.messages.replaceChildren()
+  models.show(undefined)
   setConversation(undefined)
   say('')
 }
@@ -191,9 +198,11 @@ async function openConversation(id) {
     setConversation(id, title)
     const status = await callJson('GET', `${API}/conversation/${id}/stream_status`)
     const streamingId = status.streaming ? status.message_id : undefined
-    state.messages = detail.messages
+    state.messages = withModels(detail)
+    // The conversation goes on with the model of its current reply.
+    models.show(detail.mapping?.[detail.current_node]?.message?.metadata?.model_slug)
     el.messages.replaceChildren(
-      ...detail.messages.filter((message) => message.id !== streamingId).map(messageItem),
+      ...state.messages.filter((message) => message.id !== streamingId).map(messageItem),
     )
     say('')
     // Read on in the background: the page is usable while the reply streams.
@@ -206,6 +215,13 @@ async function openConversation(id) {
 const textOf = (message) => (message.content?.parts ?? []).join('')
 const roleOf = (message) => message.role ?? message.author?.role ?? 'assistant'
 
+/** The detail's branch, each reply with the model that wrote it (from the mapping). */
+const withModels = (detail) =>
+  detail.messages.map((message) => ({
+    ...message,
+    model_slug: detail.mapping?.[message.id]?.message?.metadata?.model_slug,
+  }))
+
 function messageItem(message) {
   const li = document.createElement('li')
   const role = roleOf(message)
@@ -214,6 +230,12 @@ function messageItem(message) {
   const label = document.createElement('div')
   label.className = 'role'
   label.textContent = role
+  if (role === 'assistant' && message.model_slug) {
+    const model = document.createElement('span')
+    model.className = 'model'
+    model.textContent = message.model_slug
+    label.append(' · ', model)
+  }
   const text = document.createElement('div')
   text.className = 'text'
   text.textContent = textOf(message)
@@ -299,7 +321,12 @@ function showInput(message) {
 function replyItem(turn) {
   const existing = el.messages.querySelector(`li[data-id="${CSS.escape(turn.messageId)}"]`)
   existing?.remove()
-  const li = messageItem({ id: turn.messageId, role: 'assistant', content: { parts: [''] } })
+  const li = messageItem({
+    id: turn.messageId,
+    role: 'assistant',
+    content: { parts: [''] },
+    model_slug: turn.modelSlug,
+  })
   li.classList.add('streaming')
   el.messages.append(li)
   return li
@@ -316,8 +343,8 @@ function updateReply(li, turn) {
 async function syncMessages() {
   try {
     const detail = await callJson('GET', `${API}/conversation/${state.conversationId}`)
-    state.messages = detail.messages
-    el.messages.replaceChildren(...detail.messages.map(messageItem))
+    state.messages = withModels(detail)
+    el.messages.replaceChildren(...state.messages.map(messageItem))
   } catch {
     // The streamed view stays; the next open reads it again.
   }
@@ -345,6 +372,8 @@ async function sendBody(body) {
     return
   }
   if (!state.identity.jwt) body.user_id = state.identity.userId
+  const model = models.selected()
+  if (model) body.model = model
   try {
     const response = await call('POST', `${API}/f/conversation`, body)
     await readStream(response)
@@ -455,7 +484,22 @@ async function start() {
   el.rename.addEventListener('click', rename)
   el.archive.addEventListener('click', archive)
   el.remove.addEventListener('click', remove)
-  await loadFeatures()
+  instructionsDialog(
+    {
+      open: $('instructions-open'),
+      dialog: $('instructions-dialog'),
+      form: $('instructions-form'),
+      enabled: $('instructions-enabled'),
+      aboutUser: $('about-user'),
+      aboutModel: $('about-model'),
+      message: $('instructions-message'),
+      cancel: $('instructions-cancel'),
+    },
+    callJson,
+    hasIdentity,
+    say,
+  )
+  await Promise.all([loadFeatures(), models.load()])
   document.body.dataset.features = Object.keys(state.features)
     .filter((name) => state.features[name])
     .join(' ')

@@ -57,6 +57,7 @@ function parseBlock(block) {
  * @typedef {object} Turn
  * @property {string | undefined} conversationId
  * @property {string | undefined} messageId the reply's id, from its `add` item
+ * @property {string | undefined} modelSlug the model writing the reply, from its `add` item
  * @property {string | undefined} token the stream's resume token
  * @property {{ id: string }[]} inputs input messages echoed by the stream, in order
  * @property {string} text
@@ -73,6 +74,7 @@ export function newTurn() {
   return {
     conversationId: undefined,
     messageId: undefined,
+    modelSlug: undefined,
     token: undefined,
     inputs: [],
     text: '',
@@ -128,6 +130,7 @@ function applyDelta(turn, item) {
   if (item.o === 'add' && item.p === '') {
     const message = item.v?.message
     turn.messageId = message?.id
+    turn.modelSlug = message?.metadata?.model_slug
     turn.conversationId ??= item.v?.conversation_id
     turn.text = message?.content?.parts?.[0] ?? ''
     turn.status = message?.status

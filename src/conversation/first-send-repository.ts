@@ -77,8 +77,9 @@ export async function storeFirstSend(
     const stored = await db.query<{ seq: number; role: string }>(
       `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
        conversation AS (
-         INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node)
-         VALUES ($2, $1, $3, $4, $5, $6)),
+         INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node,
+                                    default_model_slug)
+         VALUES ($2, $1, $3, $4, $5, $6, $9)),
        -- The send's key (send-keys-repository.ts): a retry of this send is refused here.
        send_key AS (
          INSERT INTO send_keys (user_id, message_id, conversation_id, reply_id)
@@ -100,6 +101,8 @@ export async function storeFirstSend(
         send.reply.id,
         rows,
         first.id,
+        // The model of the first reply is the conversation's (CONTRACT §15).
+        send.reply.metadata.model_slug,
       ],
     )
     const reply = stored.find((row) => row.role === 'assistant')

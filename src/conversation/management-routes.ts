@@ -1,6 +1,6 @@
-// The conversation management routes (CONTRACT §9 models, §11), mounted by
-// routes.ts under /backend-api: rename, archive and delete (one or all),
-// search, reply feedback, and the model list. They validate, resolve the
+// The conversation management routes (CONTRACT §11), mounted by routes.ts
+// under /backend-api: rename, archive and delete (one or all), search and
+// reply feedback (the model list is models-routes.ts). They validate, resolve the
 // caller as reads do (X-User-Id, else the user_id query parameter, else the
 // body's user_id; the bearer token with JWT auth), and hand the work to the
 // management service.
@@ -11,7 +11,6 @@ import {
   ConversationPatch,
   ConversationsPatch,
   FeedbackBody,
-  ModelList,
   requireSomeChange,
   SearchQuery,
   SearchResult,
@@ -24,20 +23,12 @@ import { errorResponses } from './schemas.ts'
 export interface ManagementRoutesDeps {
   manage: Management
   auth: Authenticator
-  /** The configured model, listed by GET /models. */
-  modelSlug: string
 }
-
-/**
- * chatgpt.com's `max_tokens` for its default model. This service counts no
- * tokens (it bounds a send at 100,000 characters); clients only show it.
- */
-export const REPORTED_MAX_TOKENS = 8191
 
 const success = { success: true as const }
 const tags = ['conversation']
 
-export function managementRoutes({ manage, auth, modelSlug }: ManagementRoutesDeps) {
+export function managementRoutes({ manage, auth }: ManagementRoutesDeps) {
   /** The caller: header, then query, then the body's user_id (as a send names it). */
   const callerOf = (request: Request, query: { user_id?: string }, bodyUserId?: string) =>
     auth.userOf(request, claimedReader(request, query.user_id) ?? bodyUserId)
@@ -132,21 +123,6 @@ export function managementRoutes({ manage, auth, modelSlug }: ManagementRoutesDe
           tags,
           summary: 'Rate a reply; a new rating replaces the last one',
         },
-      },
-    )
-    .get(
-      '/models',
-      async ({ request }) => {
-        // With JWT auth a token is required, as on every /backend-api route.
-        await auth.optionalUserOf(request, request.headers.get('x-user-id') ?? undefined)
-        return {
-          models: [{ slug: modelSlug, title: modelSlug, max_tokens: REPORTED_MAX_TOKENS }],
-        }
-      },
-      {
-        headers: IdentityHeaders,
-        response: { 200: ModelList, ...errorResponses(401, 403) },
-        detail: { ...bearerAuth, tags, summary: 'The model this service answers with' },
       },
     )
 }

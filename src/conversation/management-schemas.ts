@@ -102,16 +102,6 @@ export const FeedbackBody = t.Object(
 )
 export type FeedbackBody = typeof FeedbackBody.static
 
-export const ModelList = t.Object({
-  models: t.Array(
-    t.Object({
-      slug: t.String(),
-      title: t.String(),
-      max_tokens: t.Integer(),
-    }),
-  ),
-})
-
 /** A PATCH that sets none of the fields it can change is refused (CONTRACT §11). */
 export function requireSomeChange<T extends object>(
   body: T,

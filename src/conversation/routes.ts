@@ -3,7 +3,10 @@
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth.ts'
 import { invalid, tooLarge, unauthenticated } from '../errors.ts'
+import { instructionsRoutes } from './instructions/routes.ts'
 import { managementRoutes } from './management-routes.ts'
+import { reasoningEffortOf } from './model/reasoning-effort.ts'
+import { modelsRoutes } from './models-routes.ts'
 import { parseListQuery } from './query-params.ts'
 import {
   bearerAuth,
@@ -65,13 +68,9 @@ function checkSend(body: SendBody): void {
 
 export function conversationRoutes({ conversations, auth, keepaliveMs }: ConversationRoutesDeps) {
   return new Elysia({ name: 'conversation-api', prefix: '/backend-api' })
-    .use(
-      managementRoutes({
-        manage: conversations.manage,
-        auth,
-        modelSlug: conversations.modelSlug,
-      }),
-    )
+    .use(managementRoutes({ manage: conversations.manage, auth }))
+    .use(modelsRoutes({ models: conversations.models, auth }))
+    .use(instructionsRoutes({ instructions: conversations.instructions, auth }))
     .post(
       '/f/conversation',
       async ({ body, request }) => {
@@ -87,6 +86,8 @@ export function conversationRoutes({ conversations, auth, keepaliveMs }: Convers
             parts: message.content.parts,
           })),
           temperature: body.metadata?.temperature,
+          model: body.model,
+          reasoningEffort: reasoningEffortOf(body.thinking_effort, body.reasoning_effort),
           action: body.action ?? 'next',
           parentMessageId: body.parent_message_id,
         })

@@ -2,6 +2,7 @@
 // the routes in the OpenAPI document. The types are derived from them.
 import { t } from 'elysia'
 import { ErrorBody } from '../error-schema.ts'
+import { modelSendFields } from './model/send-fields.ts'
 
 export const MAX_TEXT_CHARS = 100_000
 
@@ -65,6 +66,7 @@ export const SendBody = t.Object(
     metadata: t.Optional(
       t.Object({ temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })) }, open),
     ),
+    ...modelSendFields,
   },
   open,
 )

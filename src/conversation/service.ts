@@ -10,9 +10,11 @@ import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { isOwnConversation } from './conversations-repository.ts'
+import { createInstructionsStore } from './instructions/store.ts'
 import type { ListPage } from './list-cache.ts'
 import { createListPages } from './list-pages.ts'
 import { createManagement } from './management.ts'
+import { type ModelCatalogue, singleModelCatalogue } from './model/catalogue.ts'
 import type { ModelProvider } from './model/provider.ts'
 import { type ConversationObserver, silentObserver } from './observer.ts'
 import { conversationDetail, conversationList } from './reads.ts'
@@ -20,6 +22,7 @@ import { createResumeTokens } from './resume-token.ts'
 import { createTurnRunner } from './runner.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
+import { chooseModel } from './turn/model-choice.ts'
 import type { SendAction } from './turn/placement.ts'
 import { originalOfRetry } from './turn/retried-send.ts'
 import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
@@ -27,7 +30,9 @@ import { nextTurn, requestStop, runningTurn } from './turn-repository.ts'
 export interface ConversationServiceOptions {
   db: Db
   cache: Cache
-  model: ModelProvider
+  /** The models replies come from (CONTRACT §15); or `model`, one provider as the whole catalogue. */
+  models?: ModelCatalogue
+  model?: ModelProvider
   resumeTokenSecret: string
   logs: TurnLogStore
   leases: ConversationLeases
@@ -52,6 +57,10 @@ export interface SendRequest {
   conversationId?: string
   messages: { id?: string; parts: string[] }[]
   temperature?: number
+  /** The send's `model`: a slug, or `auto` / empty / absent for the conversation's model. */
+  model?: string | null
+  /** OpenAI's reasoning effort the send asked for (model/reasoning-effort.ts). */
+  reasoningEffort?: string
   /** `next` answers the messages; `variant` answers again the stored user message named. */
   action: SendAction
   /** Absent (the current node), `client-created-root`, or a message id of the conversation. */
@@ -89,10 +98,14 @@ export function createConversationService(options: ConversationServiceOptions) {
   const observer = options.observer ?? silentObserver
   const newId = options.newId ?? randomUUID
   const { db, logs } = options
+  const models = options.models ?? (options.model && singleModelCatalogue(options.model))
+  if (!models) throw new Error('createConversationService: models (or a model) are required')
+  const instructions = createInstructionsStore({ db, cache: options.cache, warn })
   const deps: TurnDeps = {
     db,
     cache: options.cache,
-    model: options.model,
+    models,
+    instructions,
     tokens: createResumeTokens(options.resumeTokenSecret),
     logs,
     newId,
@@ -157,6 +170,12 @@ export function createConversationService(options: ConversationServiceOptions) {
           CAPACITY_RETRY_AFTER_SECONDS,
         )
       const isNew = request.conversationId === undefined
+      // An unknown model is refused before anything is stored.
+      const choice = await chooseModel(deps, {
+        requested: request.model,
+        conversationId: request.conversationId,
+        userId: request.userId,
+      })
       const conversationId = request.conversationId ?? newId()
       let lease: Lease | undefined
       const turn = await inArrivalOrder(conversationId, async () => {
@@ -177,6 +196,9 @@ export function createConversationService(options: ConversationServiceOptions) {
               parts: message.parts,
             })),
             temperature: request.temperature,
+            model: choice.model.slug,
+            namesModel: choice.named,
+            reasoningEffort: request.reasoningEffort,
             action: request.action,
             parentMessageId: request.parentMessageId,
             takeLease,
@@ -259,8 +281,11 @@ export function createConversationService(options: ConversationServiceOptions) {
       stopWaitMs: options.deleteStopWaitMs ?? 5_000,
     }),
 
-    /** The model replies come from. */
-    modelSlug: options.model.slug,
+    /** The models replies come from (GET /models). */
+    models,
+
+    /** Users' custom instructions (GET / POST /user_system_messages). */
+    instructions,
 
     /**
      * Starts looking for turns whose runner died (a crashed process, another

@@ -27,6 +27,8 @@ export interface ReplyMetadata {
   /** Absent on replies stored before branches: `next`. */
   message_type?: MessageType
   temperature?: number
+  /** OpenAI's reasoning effort the send asked for (model/reasoning-effort.ts). */
+  reasoning_effort?: string
   /** The turn that created the conversation: it streams the title (CONTRACT §11). */
   first_turn?: true
   finish_details?: { type: FinishType }
@@ -40,13 +42,16 @@ const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
  * §10): a send accepted after it follows it by default. With `runToken` (the
  * accepting process holds the conversation's lease) the row is stored claimed
  * by it when no other turn of the conversation is unfinished, so that it runs
- * at once; else it queues unclaimed. Run inside the transaction that locks
- * the conversation, so concurrent accepts see each other's rows.
+ * at once; else it queues unclaimed. With `conversationModel` (a send that
+ * named its model) that becomes the conversation's model (CONTRACT §15).
+ * Run inside the transaction that locks the conversation, so concurrent
+ * accepts see each other's rows.
  */
 export async function insertReplyPlaceholder(
   tx: Queryable,
   conversationId: string,
   reply: { id: string; createTime: number; metadata: ReplyMetadata; runToken?: number },
+  conversationModel?: string,
 ): Promise<{ seq: number; claimed: boolean }> {
   const rows = await tx.query<{ seq: number; claimed: boolean }>(
     `WITH reply AS (
@@ -58,7 +63,10 @@ export async function insertReplyPlaceholder(
                                       WHERE conversation_id = $2 AND status = 'in_progress')
                     THEN $6::bigint END)
        RETURNING id, seq::int AS seq, run_token IS NOT NULL AS claimed)
-     UPDATE conversations SET current_node = reply.id FROM reply WHERE conversations.id = $2
+     UPDATE conversations
+        SET current_node = reply.id,
+            default_model_slug = COALESCE($7::text, conversations.default_model_slug)
+       FROM reply WHERE conversations.id = $2
      RETURNING reply.seq, reply.claimed`,
     [
       reply.id,
@@ -67,6 +75,7 @@ export async function insertReplyPlaceholder(
       JSON.stringify(reply.metadata),
       toDate(reply.createTime),
       reply.runToken ?? null,
+      conversationModel ?? null,
     ],
   )
   const row = rows[0]

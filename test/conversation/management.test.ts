@@ -1,6 +1,6 @@
 // Conversation management over HTTP (CONTRACT §11): PATCH one conversation
 // (title, archive, delete) and all of them, the list's archive filter, search,
-// reply feedback, and GET /models (§9). Every change drops the cached keys it
+// reply feedback, and GET /models (§9, §15). Every change drops the cached keys it
 // makes stale; bad input is a §3 error that changes nothing; someone else's
 // conversation answers like a missing one.
 import { beforeAll, describe, expect, test } from 'bun:test'
@@ -471,12 +471,16 @@ for (const backend of appBackends())
     })
 
     describe('GET /backend-api/models', () => {
-      test('lists the configured model', async () => {
+      test("lists the configured model, in chatgpt.com's shape with its category", async () => {
         const response = await get(t.app, '/backend-api/models')
         expect(response.status).toBe(200)
-        expect(await response.json()).toStrictEqual({
+        const body = (await response.json()) as Record<string, unknown>
+        expect(body).toMatchObject({
           models: [{ slug: 'local-echo', title: 'local-echo', max_tokens: 8191 }],
+          categories: [{ category: 'conduit', default_model: 'local-echo' }],
+          default_model_slug: 'local-echo',
         })
+        expect((body.models as unknown[]).length).toBe(1)
       })
 
       test('with JWT auth it needs a token, as every /backend-api route', async () => {

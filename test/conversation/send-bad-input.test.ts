@@ -249,7 +249,9 @@ for (const backend of appBackends())
       const { response, frames } = await sendAndRead(t.app, {
         ...ok(newUser()),
         action: 'next',
-        model: 'whatever',
+        // `model` is read (CONTRACT §15): `auto` is what chatgpt.com clients send.
+        model: 'auto',
+        history_and_training_disabled: false,
         timezone_offset_min: -60,
         messages: [{ ...textMessage('extra'), author: { role: 'user' }, metadata: {} }],
       })

@@ -2,8 +2,10 @@
 // playwright-core, as the docs test drives it), against the real application
 // on loopback with a slow local model: the reply grows on screen while it
 // streams, Stop ends it with the text the server stored, a reload mid-reply
-// resumes it to the end, buttons follow the routes the server has, and the
-// page asks nothing of any other host. The first test leaves a screenshot in
+// resumes it to the end, buttons follow the routes the server has, the model
+// picker sends and regenerates with the model picked, the custom-instructions
+// dialog saves what the next reply follows, and the page asks nothing of any
+// other host. The first test leaves a screenshot in
 // test/output/playground.png (docs/playground.png is a copy, for the README).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync } from 'node:fs'
@@ -38,6 +40,11 @@ const QUESTION =
   'Hello! I am trying the playground. Could you explain how a reply streams from the server to ' +
   'this page, and what happens when I press stop or reload the page while you are still answering?'
 const TIMEOUT = { timeout: 20_000 }
+/** Two local models, so the picker has a choice. */
+const MODELS = [
+  { slug: 'local-echo', title: 'Local echo', provider: 'local', default: true },
+  { slug: 'local-second', title: 'Second local', provider: 'local' },
+]
 
 const isLoopback = (url: string) => {
   const { protocol, hostname } = new URL(url)
@@ -64,7 +71,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
   beforeAll(async () => {
     t = await conversationApp({
       backend: embeddedBackend,
-      env: { LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS },
+      env: { LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS, MODELS: JSON.stringify(MODELS) },
     })
     server = t.app.listen({ port: 0, hostname: '127.0.0.1' })
     base = `http://127.0.0.1:${server.server?.port}`
@@ -198,6 +205,91 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
     expect(await page.locator('#messages li.assistant button.regenerate').count()).toBe(
       hasVariant ? 1 : 0,
     )
+    await page.context().close()
+  }, 40_000)
+
+  /** The stored model of each reply of the page's open conversation, in branch order. */
+  async function storedModels(page: Page, user: string) {
+    const id = /#c=([0-9a-f-]{36})/.exec(page.url())?.[1]
+    const detail = (await (
+      await get(t.app, `/backend-api/conversation/${id}`, { 'x-user-id': user })
+    ).json()) as {
+      mapping: Record<
+        string,
+        { message: { author: { role: string }; metadata: { model_slug?: string } } | null }
+      >
+    }
+    return Object.values(detail.mapping)
+      .filter((node) => node.message?.author.role === 'assistant')
+      .map((node) => node.message?.metadata.model_slug)
+  }
+
+  test('the model picker lists the models; a send and a regenerate use the model picked', async () => {
+    const { page, user } = await signedIn()
+    const picker = page.locator('#model')
+    await expect(picker.isVisible()).resolves.toBe(true)
+    expect(await picker.locator('option').allTextContents()).toEqual(['Local echo', 'Second local'])
+    expect(await picker.inputValue()).toBe('local-echo')
+    await picker.selectOption('local-second')
+    await send(page, 'which model answers?')
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    await expect(reply(page).locator('.model').textContent()).resolves.toBe('local-second')
+    expect(await storedModels(page, user)).toEqual(['local-second'])
+    // Regenerate with the other model: a sibling reply written by it.
+    await picker.selectOption('local-echo')
+    await reply(page).locator('button.regenerate').click()
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    await expect(reply(page).locator('.model').textContent()).resolves.toBe('local-echo')
+    expect((await storedModels(page, user)).sort()).toEqual(['local-echo', 'local-second'])
+    // Reopened, the conversation shows its current reply's model in the picker.
+    await page.click('#new-conversation')
+    expect(await picker.inputValue()).toBe('local-echo')
+    await picker.selectOption('local-second')
+    await page.locator('#conversations li button').first().click()
+    await page.locator('#messages li.assistant').first().waitFor(TIMEOUT)
+    expect(await picker.inputValue()).toBe('local-echo')
+    await page.context().close()
+  }, 40_000)
+
+  test('the custom-instructions dialog saves them, and the next reply follows them', async () => {
+    const { page, user } = await signedIn()
+    await page.click('#instructions-open')
+    const dialog = page.locator('#instructions-dialog')
+    await dialog.waitFor({ state: 'visible', ...TIMEOUT })
+    expect(await page.locator('#instructions-enabled').isChecked()).toBe(false)
+    await page.check('#instructions-enabled')
+    await page.fill('#about-user', 'I grow tomatoes on a balcony.')
+    await page.fill('#about-model', 'Answer in one short sentence.')
+    await expect(dialog.locator('.count').first().textContent()).resolves.toBe('29 / 1500')
+    await page.click('#instructions-save')
+    await dialog.waitFor({ state: 'hidden', ...TIMEOUT })
+    await page.locator('#status', { hasText: 'saved and on' }).waitFor(TIMEOUT)
+    const stored = (await (
+      await get(t.app, '/backend-api/user_system_messages', { 'x-user-id': user })
+    ).json()) as Record<string, unknown>
+    expect(stored).toMatchObject({
+      enabled: true,
+      about_user_message: 'I grow tomatoes on a balcony.',
+      about_model_message: 'Answer in one short sentence.',
+    })
+    // The local model says when it was given instructions.
+    await send(page, 'how are my plants?')
+    await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    expect(await replyText(page)).toContain('I am following my instructions')
+    // Reopened, the dialog shows what is stored; Cancel changes nothing.
+    await page.click('#instructions-open')
+    await dialog.waitFor({ state: 'visible', ...TIMEOUT })
+    expect(await page.inputValue('#about-user')).toBe('I grow tomatoes on a balcony.')
+    await page.fill('#about-user', 'not saved')
+    await page.click('#instructions-cancel')
+    await dialog.waitFor({ state: 'hidden', ...TIMEOUT })
+    expect(
+      (
+        (await (
+          await get(t.app, '/backend-api/user_system_messages', { 'x-user-id': user })
+        ).json()) as { about_user_message: string }
+      ).about_user_message,
+    ).toBe('I grow tomatoes on a balcony.')
     await page.context().close()
   }, 40_000)
 

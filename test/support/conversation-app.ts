@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import type { ConversationObserver } from '../../src/conversation/observer.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
-import { openModel } from '../../src/dependencies.ts'
+import { openModels } from '../../src/dependencies.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
@@ -19,6 +19,7 @@ export interface TestAppOptions {
   /** The storage to run on (see appBackends()). */
   backend: AppBackend
   env?: Record<string, string>
+  /** One provider as the whole catalogue; else the catalogue of env (MODELS, MODEL_PROVIDER, …). */
   model?: ModelProvider
   /** Instead of the backend's database (a counting or unreachable one). */
   db?: Db
@@ -45,7 +46,7 @@ export async function conversationApp(options: TestAppOptions) {
   const conversations = createConversationService({
     db,
     cache,
-    model: options.model ?? openModel(config),
+    ...(options.model ? { model: options.model } : { models: openModels(config) }),
     resumeTokenSecret: config.resumeTokenSecret ?? 'test-resume-secret',
     logs: state.logs,
     leases: options.leases ?? state.leases,

@@ -36,20 +36,32 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`
 }
 
-/** The whole reply for a context: a pure function, exported for tests. */
-export function localReply(messages: ContextMessage[]): string {
+const wordsOf = (text: string) => text.split(/\s+/).filter((word) => word !== '')
+
+/**
+ * The whole reply for a context: a pure function, exported for tests. A
+ * system message (a system prompt, custom instructions) is not part of the
+ * conversation; the reply only says how long it was, so its arrival shows.
+ */
+export function localReply(context: ContextMessage[]): string {
+  const messages = context.filter((message) => message.role !== 'system')
+  const system = context.filter((message) => message.role === 'system')
   const userMessages = messages.filter((message) => message.role === 'user')
   const last = userMessages.at(-1)
   const closing = CLOSINGS[fingerprint(messages) % CLOSINGS.length] ?? ''
-  if (last === undefined) return `Hello! I am the local echo model. ${closing}`
+  const instructions =
+    system.length === 0
+      ? ''
+      : ` I am following my instructions (${plural(wordsOf(system.map((m) => m.content).join(' ')).length, 'word')}).`
+  if (last === undefined) return `Hello! I am the local echo model.${instructions} ${closing}`
   // Whitespace is collapsed so the echo reads as one line and splits into clean words.
-  const words = last.content.split(/\s+/).filter((word) => word !== '')
-  if (words.length === 0) return `You sent an empty message. ${closing}`
+  const words = wordsOf(last.content)
+  if (words.length === 0) return `You sent an empty message.${instructions} ${closing}`
   const excerpt = words.slice(0, ECHO_WORDS).join(' ') + (words.length > ECHO_WORDS ? ' …' : '')
   return (
     `You said: "${excerpt}". That is ${plural(words.length, 'word')}, ` +
     `and message ${messages.length} of our conversation ` +
-    `(${plural(userMessages.length, 'message')} from you). ${closing}`
+    `(${plural(userMessages.length, 'message')} from you).${instructions} ${closing}`
   )
 }
 

@@ -38,7 +38,7 @@ export async function requestTitle(
         ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
       },
       body: JSON.stringify({
-        model: options.slug,
+        model: options.model ?? options.slug,
         messages: [
           { role: 'system', content: INSTRUCTION },
           {

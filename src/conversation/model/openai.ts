@@ -9,8 +9,10 @@ import { ModelError, type ModelProvider, type ModelRequest } from './provider.ts
 import { SseParser } from './sse-lines.ts'
 
 export interface OpenAiModelOptions {
-  /** Sent as `model` and reported as `model_slug`. */
+  /** Reported as `model_slug`; also sent as `model` unless `model` is given. */
   slug: string
+  /** The name the server knows the model by (a catalogue entry's `model`). */
+  model?: string
   /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
   baseUrl: string
   apiKey?: string
@@ -58,10 +60,13 @@ async function* streamReply(
             ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
           },
           body: JSON.stringify({
-            model: options.slug,
+            model: options.model ?? options.slug,
             messages: request.messages.map(({ role, content }) => ({ role, content })),
             stream: true,
             ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+            ...(request.reasoningEffort === undefined
+              ? {}
+              : { reasoning_effort: request.reasoningEffort }),
           }),
           signal: controller.signal,
         }),

@@ -4,14 +4,20 @@
 
 /** One message of the context handed to a model. */
 export interface ContextMessage {
-  role: 'user' | 'assistant'
+  /** `system`: the model's system prompt and the user's custom instructions, first if any. */
+  role: 'system' | 'user' | 'assistant'
   content: string
 }
 
 export interface ModelRequest {
-  /** Oldest first; at most the last 20 messages of the conversation. */
+  /**
+   * Oldest first: a system message when there is one, then at most the last
+   * 20 messages of the branch, cut to fit the model's window.
+   */
   messages: ContextMessage[]
   temperature?: number
+  /** OpenAI's `reasoning_effort` (`low`, `medium`, `high`, …); providers that take none ignore it. */
+  reasoningEffort?: string
   /** Aborted when the turn is cancelled (shutdown); the stream must stop. */
   signal?: AbortSignal
 }

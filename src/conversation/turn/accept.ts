@@ -37,6 +37,12 @@ export interface SendInput {
    */
   messages: { id: string; parts: string[] }[]
   temperature?: number
+  /** The slug of the model that answers (turn/model-choice.ts). */
+  model: string
+  /** The send named that model: a `next` send makes it the conversation's model. */
+  namesModel: boolean
+  /** OpenAI's reasoning effort, for providers that take one. */
+  reasoningEffort?: string
   action: SendAction
   /** Absent, `client-created-root`, or the id of the message the send follows. */
   parentMessageId?: string
@@ -80,10 +86,11 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   const messageId = deps.newId()
   const createTime = unixSeconds()
   const metadata: ReplyMetadata = {
-    model_slug: deps.model.slug,
+    model_slug: input.model,
     parent_id: answered.id,
     message_type: input.action,
     ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
+    ...(input.reasoningEffort === undefined ? {} : { reasoning_effort: input.reasoningEffort }),
     ...(input.isNew ? { first_turn: true as const } : {}),
   }
 
@@ -91,7 +98,7 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     conversationId,
     messageId,
     createTime,
-    modelSlug: deps.model.slug,
+    modelSlug: input.model,
     parentId: answered.id,
     messageType: input.action,
     inputs,
@@ -178,7 +185,9 @@ async function storeInExisting(
     // this order in one round trip instead of one each: under load a round
     // trip waits for the event loop, and the connection is held meanwhile.
     const messages = insertMessages(tx, conversationId, inputs, 'finished_successfully')
-    const placed = insertReplyPlaceholder(tx, conversationId, reply)
+    // A regenerate naming another model answers with it once; a new message makes it the conversation's.
+    const conversationModel = input.namesModel && input.action === 'next' ? input.model : undefined
+    const placed = insertReplyPlaceholder(tx, conversationId, reply, conversationModel)
     // A retry of this send is refused here (turn/retried-send.ts); a variant stores no message.
     const first = inputs[0]
     const key =

@@ -4,14 +4,18 @@ import type { TurnLogStore } from '../../state/turn-log-store.ts'
 import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
 import { historyKey, listKey } from '../cache-keys.ts'
-import type { ModelProvider } from '../model/provider.ts'
+import type { InstructionsStore } from '../instructions/store.ts'
+import type { ModelCatalogue } from '../model/catalogue.ts'
 import type { ConversationObserver } from '../observer.ts'
 import type { ResumeTokens } from '../resume-token.ts'
 
 export interface TurnDeps {
   db: Db
   cache: Cache
-  model: ModelProvider
+  /** The models a turn may be answered with, by slug (CONTRACT §15). */
+  models: ModelCatalogue
+  /** Users' custom instructions, the head of their models' contexts (CONTRACT §16). */
+  instructions: InstructionsStore
   tokens: ResumeTokens
   logs: TurnLogStore
   newId: () => string

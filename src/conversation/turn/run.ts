@@ -7,12 +7,14 @@
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import { contextForTurn } from '../context.ts'
 import { appendFrame, firstTokenMarkerItem, frameOf } from '../encoding.ts'
-import { type StoredMessage, textOf } from '../messages.ts'
+import type { StoredMessage } from '../messages.ts'
+import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
 import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
 import { createLogWriter } from './log-writer.ts'
+import { modelRequest, userInstructions } from './model-request.ts'
 import { openTurnLog } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 
@@ -111,18 +113,17 @@ async function streamReply(
   let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
   let contextInStep = false
   try {
-    const context = await contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs)
+    // The model the send was accepted with (its default if the catalogue lost it).
+    const model = modelOf(deps.models, turn.metadata.model_slug)
+    const [context, instructions] = await Promise.all([
+      contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs),
+      userInstructions(deps, turn.userId),
+    ])
     // The list now holds this turn's context: the stored reply may be pushed to it.
     contextInStep = true
+    const request = await modelRequest(model, turn, context, instructions)
     const askedAt = performance.now()
-    for await (const chunk of deps.model.stream({
-      messages: context.map((message) => ({
-        role: message.role,
-        content: textOf(message.content),
-      })),
-      temperature: turn.metadata.temperature,
-      signal: run.signal,
-    })) {
+    for await (const chunk of model.provider.stream({ ...request, signal: run.signal })) {
       if (run.signal.aborted) break
       if (chunk === '') continue
       if (modelFirstChunkMs === undefined) {

@@ -5,6 +5,8 @@
 // first user message cut to 80 characters. The stored title, the list and the
 // streamed item agree.
 import { titleFrom } from '../messages.ts'
+import { modelOf } from '../model/catalogue.ts'
+import type { ModelProvider } from '../model/provider.ts'
 import { readNaming, storeTitle } from '../title-repository.ts'
 import type { QueuedTurn } from '../turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
@@ -22,12 +24,16 @@ export async function firstTurnTitle(
   reply: { text: string; askModel: boolean; storedTitle?: string },
 ): Promise<string | undefined> {
   if (!turn.metadata.first_turn) return undefined
-  const asksModel = reply.askModel && deps.model.title !== undefined
+  // The model that wrote the reply names the conversation.
+  const { provider } = modelOf(deps.models, turn.metadata.model_slug)
+  const asksModel = reply.askModel && provider.title !== undefined
   if (!asksModel && reply.storedTitle !== undefined) return reply.storedTitle
   try {
     const naming = await readNaming(deps.db, turn.conversationId)
     if (!naming) return undefined
-    const written = reply.askModel ? await modelTitle(deps, naming.firstUserText, reply.text) : ''
+    const written = reply.askModel
+      ? await modelTitle(deps, provider, naming.firstUserText, reply.text)
+      : ''
     if (written === '' || written === naming.title) return naming.title
     await storeTitle(deps.db, turn.conversationId, written)
     await invalidateReads(deps, turn.conversationId, turn.userId)
@@ -39,10 +45,15 @@ export async function firstTurnTitle(
 }
 
 /** The model's title cut to 80 characters, or '' when it writes none. */
-async function modelTitle(deps: TurnDeps, userText: string, replyText: string): Promise<string> {
-  if (!deps.model.title) return ''
+async function modelTitle(
+  deps: TurnDeps,
+  provider: ModelProvider,
+  userText: string,
+  replyText: string,
+): Promise<string> {
+  if (!provider.title) return ''
   try {
-    return titleFrom(await deps.model.title({ userText, replyText }))
+    return titleFrom(await provider.title({ userText, replyText }))
   } catch (error) {
     deps.warn('the model wrote no title; naming the conversation after its first message', error)
     return ''

@@ -1,0 +1,85 @@
+// An OpenAI-compatible chat-completions server for tests, run as a real
+// process on loopback (test/support/fake-openai.ts starts it). FAKE_MODE picks
+// how it answers:
+// - `slow`: streams `Reply of <model> to "<last user text>" (<n> messages).`
+//   word by word, FAKE_CHUNK_DELAY_MS apart (or <N> ms for a model named
+//   `…-<N>ms`); a non-streamed request (a title) gets a short title;
+// - `failing`: every request is a 500 whose message echoes the bearer key it
+//   was sent (as some servers do), so tests see that the key never reaches a
+//   client.
+// Every request is recorded (body and authorization header) and listed by
+// GET /requests, so tests can see exactly what the service sent. It prints
+// `listening <port>` once it listens on a port of its own choosing.
+const mode = process.env.FAKE_MODE ?? 'slow'
+const chunkDelayMs = Number(process.env.FAKE_CHUNK_DELAY_MS ?? '20')
+const encoder = new TextEncoder()
+
+interface Recorded {
+  body: Record<string, unknown>
+  authorization: string | null
+}
+const recorded: Recorded[] = []
+
+const chunk = (content: string, finish: string | null = null) =>
+  `data: ${JSON.stringify({
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { content }, finish_reason: finish }],
+  })}\n\n`
+
+function replyText(body: Record<string, unknown>): string {
+  const messages = Array.isArray(body.messages)
+    ? (body.messages as { role?: string; content?: string }[])
+    : []
+  const last = messages.filter((message) => message.role === 'user').at(-1)?.content ?? ''
+  const words = last.split(/\s+/).filter(Boolean).slice(0, 6).join(' ')
+  return `Reply of ${String(body.model)} to "${words}" (${messages.length} messages).`
+}
+
+function stream(text: string, delayMs: number): Response {
+  const pieces = text.match(/\S+\s*/g) ?? [text]
+  // A client that gives up (a timeout) cancels the stream: nothing more is written.
+  let cancelled = false
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      for (const piece of pieces) {
+        if (cancelled) return
+        controller.enqueue(encoder.encode(chunk(piece)))
+        await Bun.sleep(delayMs)
+      }
+      if (cancelled) return
+      controller.enqueue(encoder.encode(`${chunk('', 'stop')}data: [DONE]\n\n`))
+      controller.close()
+    },
+    cancel() {
+      cancelled = true
+    },
+  })
+  return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+}
+
+async function chat(request: Request): Promise<Response> {
+  const body = (await request.json()) as Record<string, unknown>
+  const authorization = request.headers.get('authorization')
+  recorded.push({ body, authorization })
+  if (mode === 'failing')
+    return Response.json(
+      { error: { message: `The upstream model crashed (credential ${authorization ?? 'none'}).` } },
+      { status: 500 },
+    )
+  if (body.stream !== true)
+    return Response.json({ choices: [{ message: { role: 'assistant', content: 'A fake title' } }] })
+  const delayMs = Number(/-(\d+)ms$/.exec(String(body.model))?.[1] ?? chunkDelayMs)
+  return stream(replyText(body), delayMs)
+}
+
+const server = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch(request) {
+    const { pathname } = new URL(request.url)
+    if (request.method === 'POST' && pathname === '/v1/chat/completions') return chat(request)
+    if (request.method === 'GET' && pathname === '/requests') return Response.json(recorded)
+    return new Response('not found', { status: 404 })
+  },
+})
+console.log(`listening ${server.port}`)
