@@ -72,8 +72,15 @@ export interface ResumeRequest {
 }
 
 export type StreamStatus =
-  | { conversation_id: string; streaming: false }
-  | { conversation_id: string; streaming: true; message_id: string; token: string; offset: number }
+  | { conversation_id: string; status: 'NOT_STREAMING'; streaming: false }
+  | {
+      conversation_id: string
+      status: 'IS_STREAMING'
+      streaming: true
+      message_id: string
+      token: string
+      offset: number
+    }
 
 export type ConversationService = ReturnType<typeof createConversationService>
 
@@ -99,7 +106,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     observer,
     checkpointMs: options.checkpointMs ?? 1_000,
   }
-  const reads = { ...deps, listPages: createListPages() }
+  const reads = { ...deps, listPages: createListPages(), modelSlug: options.model.slug }
   const runner = createTurnRunner({
     ...deps,
     leases: options.leases,
@@ -229,12 +236,17 @@ export function createConversationService(options: ConversationServiceOptions) {
     /** Whether a turn streams now, with what a reloaded page needs to resume it (CONTRACT §12). */
     async streamStatus(userId: string, conversationId: string): Promise<StreamStatus> {
       await requireOwn(userId, conversationId)
-      const idle = { conversation_id: conversationId, streaming: false as const }
+      const idle = {
+        conversation_id: conversationId,
+        status: 'NOT_STREAMING' as const,
+        streaming: false as const,
+      }
       const turn = (await runningTurn(db, conversationId)) ?? (await nextTurn(db, conversationId))
       const info = turn && (await logs.info(turn.messageId))
       if (!turn || !info || info.finished) return idle
       return {
         conversation_id: conversationId,
+        status: 'IS_STREAMING',
         streaming: true,
         message_id: turn.messageId,
         token: await deps.tokens.sign({ userId, conversationId, messageId: turn.messageId }),
