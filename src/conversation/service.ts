@@ -9,7 +9,10 @@ import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
+import { createConduitTokens } from './conduit-token.ts'
 import { isOwnConversation } from './conversations-repository.ts'
+import { exportStream } from './export/export-stream.ts'
+import { importConversations } from './import/import-conversations.ts'
 import type { ListPage } from './list-cache.ts'
 import { createListPages } from './list-pages.ts'
 import { createManagement } from './management.ts'
@@ -268,6 +271,17 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     /** The model replies come from. */
     modelSlug: options.model.slug,
+
+    /** A conduit token for the user, as chatgpt.com's prepare hands out (CONTRACT §17). */
+    conduitToken: createConduitTokens(options.resumeTokenSecret),
+
+    /** The user's history out and in, as chatgpt.com's conversations.json (CONTRACT §17). */
+    transfer: {
+      export: (userId: string, archived: boolean | undefined) =>
+        exportStream({ db, modelSlug: options.model.slug, warn }, { userId, archived }),
+      import: (userId: string, file: AsyncIterable<Uint8Array>) =>
+        importConversations({ db, cache: options.cache, newId, warn }, userId, file),
+    },
 
     /**
      * Starts looking for turns whose runner died (a crashed process, another
