@@ -35,7 +35,10 @@ export async function lockOwnConversation(
   return { currentNode: row.current_node }
 }
 
-/** Every conversation of the user (archived or not) with its newest message, newest update first. */
+/**
+ * Every conversation of the user (archived or not) with its newest message
+ * (not a hidden one of an import), newest update first.
+ */
 export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
   const rows = await db.query<{
     id: string
@@ -49,7 +52,7 @@ export async function listConversations(db: Queryable, userId: string): Promise<
        FROM conversations c
        LEFT JOIN LATERAL (
          SELECT m.content FROM messages m
-          WHERE m.conversation_id = c.id AND m.status <> 'in_progress'
+          WHERE m.conversation_id = c.id AND m.status <> 'in_progress' AND NOT m.hidden
           ORDER BY m.seq DESC LIMIT 1
        ) last ON true
       WHERE c.user_id = $1

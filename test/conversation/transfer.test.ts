@@ -4,6 +4,7 @@
 // part; a data export zip; importing twice; the archive filter and the
 // download headers. On every backend.
 import { beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
 import { strToU8, zipSync } from 'fflate'
 import { contextKey, listKey } from '../../src/conversation/cache-keys.ts'
@@ -23,6 +24,7 @@ import {
 import {
   CHATGPT_EXPORT,
   CHATGPT_IDS,
+  chatgptConversation,
   type Detail,
   detailOf,
   EXPORT,
@@ -446,6 +448,25 @@ for (const backend of appBackends())
           expect(((await response.json()) as { imported: number }).imported).toBe(2)
         }
       })
+    })
+
+    test('a hidden node is never the last message of the list', async () => {
+      const user = newUser()
+      const file = [
+        chatgptConversation(randomUUID(), [
+          { id: 'q', text: 'look it up' },
+          { id: 'a', text: 'Here is what I found.' },
+          { id: 'call', role: 'assistant', message: { recipient: 'browser' } },
+          { id: 'result', role: 'tool', text: 'raw search results' },
+        ]),
+      ]
+      expect((await imported(t.app, user, JSON.stringify(file))).imported).toBe(1)
+      const list = (await (
+        await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
+      ).json()) as {
+        items: { last_message: string }[]
+      }
+      expect(list.items.map((item) => item.last_message)).toEqual(['Here is what I found.'])
     })
 
     test('the list cache is dropped by an import that stored something', async () => {

@@ -105,3 +105,64 @@ export const withId = (detail: Detail, id: string): Detail => ({
   id,
   conversation_id: id,
 })
+
+/** One node of a conversation built by chatgptConversation: a message, or fields to override. */
+export interface NodeSpec {
+  id: string
+  /** Default: the node before it (the root for the first). */
+  parent?: string | null
+  role?: string
+  text?: string
+  /** Fields of the message replaced or added as given. */
+  message?: Record<string, unknown>
+}
+
+/** A conversation in chatgpt.com's export shape, under a root node `root` without a message. */
+export function chatgptConversation(
+  id: string,
+  nodes: NodeSpec[],
+  fields: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const mapping: Record<string, Record<string, unknown>> = {
+    root: { id: 'root', message: null, parent: null, children: [] },
+  }
+  let previous = 'root'
+  nodes.forEach((node, index) => {
+    const parent = node.parent === undefined ? previous : node.parent
+    mapping[node.id] = {
+      id: node.id,
+      parent,
+      children: [],
+      message: {
+        id: node.id,
+        author: {
+          role: node.role ?? (index % 2 === 0 ? 'user' : 'assistant'),
+          name: null,
+          metadata: {},
+        },
+        create_time: 1_700_000_000 + index,
+        update_time: null,
+        content: { content_type: 'text', parts: [node.text ?? `message ${node.id}`] },
+        status: 'finished_successfully',
+        end_turn: null,
+        weight: 1,
+        metadata: {},
+        recipient: 'all',
+        channel: null,
+        ...node.message,
+      },
+    }
+    if (parent !== null) (mapping[parent]?.children as string[] | undefined)?.push(node.id)
+    previous = node.id
+  })
+  return {
+    id,
+    conversation_id: id,
+    title: `conversation ${id}`,
+    create_time: 1_700_000_000,
+    update_time: 1_700_000_100,
+    mapping,
+    current_node: previous,
+    ...fields,
+  }
+}
