@@ -30,7 +30,7 @@ export interface ExportRequest {
 /** Conversations read per page of the list. */
 const PAGE_CONVERSATIONS = 100
 /** Messages read per batch (a conversation holding more is a batch of its own). */
-const BATCH_MESSAGES = 1_000
+const BATCH_MESSAGES = 500
 
 /** The next batch from `pending`: at least one conversation, at most BATCH_MESSAGES messages. */
 function takeBatch(pending: ExportedHead[]): ExportedHead[] {

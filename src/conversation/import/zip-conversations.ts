@@ -37,9 +37,10 @@ const unreadable = () =>
 /**
  * A decoder for one compression method that decompresses the entry being
  * extracted and drops every other entry's bytes. Which one is being extracted
- * is decided just before its start(), which constructs the decoder.
+ * is decided just before its start(), which constructs the decoder. Exported
+ * for tests.
  */
-function selectiveDecoder(
+export function selectiveDecoder(
   Inner: typeof UnzipInflate | typeof UnzipPassThrough,
   extracting: () => boolean,
 ) {
