@@ -108,7 +108,10 @@ export async function archiveAllConversations(db: Queryable, userId: string): Pr
   )
 }
 
-/** What a delete removed: the conversations, and their replies (whose turn logs go too). */
+/**
+ * What a delete removed: the conversations, and the replies this service
+ * wrote (whose turn logs go too; imported ones never had one).
+ */
 export interface DeletedConversations {
   conversationIds: string[]
   replyIds: string[]
@@ -129,7 +132,8 @@ export async function deleteConversationRows(
        DELETE FROM conversations WHERE user_id = $1 AND ($2::uuid IS NULL OR id = $2::uuid)
        RETURNING id)
      SELECT gone.id AS conversation_id, m.id AS reply_id
-       FROM gone LEFT JOIN messages m ON m.conversation_id = gone.id AND m.role = 'assistant'`,
+       FROM gone LEFT JOIN messages m
+         ON m.conversation_id = gone.id AND m.role = 'assistant' AND m.wire IS NULL`,
     [userId, conversationId ?? null],
   )
   return {
