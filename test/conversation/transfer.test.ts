@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
-import { strToU8, zipSync } from 'fflate'
+import { strToU8, Zip, ZipDeflate, zipSync } from 'fflate'
 import { contextKey, listKey } from '../../src/conversation/cache-keys.ts'
 import { ConversationDetail } from '../../src/conversation/detail-schema.ts'
 import { appBackends } from '../support/backends.ts'
@@ -433,6 +433,31 @@ for (const backend of appBackends())
           ['Weekend in Lisbon', 'a-2b'],
           ['How do I boil an egg?', 'q-2'],
         ])
+      })
+
+      test('written as a stream (sizes after the data), and sent in small chunks', async () => {
+        const parts: Uint8Array[] = []
+        const zip = new Zip((error, chunk) => {
+          if (error) throw error
+          parts.push(chunk)
+        })
+        const entry = new ZipDeflate('conversations.json', { level: 6 })
+        zip.add(entry)
+        entry.push(new Uint8Array(CHATGPT_EXPORT), true)
+        zip.end()
+        const bytes = Buffer.concat(parts)
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let at = 0; at < bytes.length; at += 300)
+              controller.enqueue(bytes.subarray(at, at + 300))
+            controller.close()
+          },
+        })
+        const response = await importFile(t.app, newUser(), body, {
+          'content-type': 'application/zip',
+        })
+        expect(response.status).toBe(200)
+        expect(((await response.json()) as { imported: number }).imported).toBe(2)
       })
 
       test('in one top folder, stored uncompressed, or after other entries', async () => {
