@@ -87,6 +87,7 @@ export function createApp(deps: AppDeps) {
           conversations: required(deps.conversations, 'conversations'),
           auth,
           keepaliveMs: config.sseKeepaliveMs,
+          importMaxBytes: config.importMaxBytes,
         }),
       )
   }

@@ -43,9 +43,17 @@ export async function readLimitedText(
   }
 }
 
+/**
+ * Routes that read their own body as a stream, with a limit of their own (an
+ * import, CONTRACT §17): their body is left unread here, and they get this as `body`.
+ */
+const STREAMED_BODY_ROUTES = new Set(['/backend-api/conversations/import'])
+export const STREAMED_BODY = Object.freeze({ streamed: true })
+
 export const bodyLimit = new Elysia({ name: 'body-limit' }).onParse(
   { as: 'global' },
-  async ({ request, contentType }) => {
+  async ({ request, contentType, route }) => {
+    if (STREAMED_BODY_ROUTES.has(route)) return STREAMED_BODY
     const text = await readLimitedText(request)
     if (!contentType || contentType.startsWith('application/json')) {
       if (text.trim() === '') return null

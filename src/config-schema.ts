@@ -93,6 +93,9 @@ const text = (options: Partial<VariableOptions> = {}) =>
 const url = (format: string, expected: string) =>
   Type.Optional(Type.String({ format, expected, sensitive: true }))
 
+/** Largest conversation import by default: 64 MiB. */
+export const DEFAULT_IMPORT_MAX_BYTES = 64 * 2 ** 20
+
 const variables = {
   PORT: integer(3000, 0, 65535),
   HOST: Type.String({
@@ -140,6 +143,7 @@ const variables = {
   CACHE_TIMEOUT_MS: integer(500, 10, 60_000),
   DATABASE_TIMEOUT_MS: integer(2_000, 100, 600_000),
   NEAR_CACHE_MAX_BYTES: integer(16 * 2 ** 20, 0, 2 ** 34),
+  IMPORT_MAX_BYTES: integer(DEFAULT_IMPORT_MAX_BYTES, 1024, 2 ** 32),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

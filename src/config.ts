@@ -94,6 +94,8 @@ export interface Config {
    * (0 = no near cache).
    */
   nearCacheMaxBytes: number
+  /** Largest conversation import (a conversations.json, or a zip and the file inside it). */
+  importMaxBytes: number
 }
 
 export class ConfigError extends Error {}
@@ -239,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheTimeoutMs: e.CACHE_TIMEOUT_MS,
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     nearCacheMaxBytes: e.NEAR_CACHE_MAX_BYTES,
+    importMaxBytes: e.IMPORT_MAX_BYTES,
   }
 }
 

@@ -1,9 +1,11 @@
 // The playground page: pick a user (X-User-Id) or paste a JWT, see the
 // conversation list, open one, send and watch the reply stream in, stop it,
 // regenerate or edit, rename, archive and delete, pick the model (models.js)
-// and set custom instructions (instructions.js). A reload mid-reply resumes
-// it (stream_status, then /resume from the first item). Buttons for routes
-// this server does not have (read from /docs/json) stay hidden.
+// and set custom instructions (instructions.js); export the history as
+// chatgpt.com's conversations.json and import one (or its data export zip).
+// A reload mid-reply resumes it (stream_status, then /resume from the first
+// item). Buttons for routes this server does not have (read from /docs/json)
+// stay hidden.
 import { instructionsDialog } from './instructions.js'
 import { modelPicker } from './models.js'
 import { applyEvent, newTurn, sseEvents } from './stream.js'
@@ -34,7 +36,7 @@ const state = {
     jwt: sessionStorage.getItem('conduit.jwt') ?? '',
   },
   /** What this server offers beyond the basics, from its OpenAPI document. */
-  features: { manage: false, variant: false, edit: false },
+  features: { manage: false, variant: false, edit: false, transfer: false },
   conversationId: undefined,
   /** Messages of the open conversation, as the detail route gave them. */
   messages: [],
@@ -101,6 +103,9 @@ async function loadFeatures() {
       manage: Boolean(paths[`${API}/conversation/{conversation_id}`]?.patch),
       variant: Boolean(fields.action),
       edit: Boolean(fields.parent_message_id),
+      transfer: Boolean(
+        paths[`${API}/conversations/export`]?.get && paths[`${API}/conversations/import`]?.post,
+      ),
     }
   } catch {
     // Without the document, only the basics are offered.
@@ -198,7 +203,7 @@ async function openConversation(id) {
     setConversation(id, title)
     const status = await callJson('GET', `${API}/conversation/${id}/stream_status`)
     const streamingId = status.streaming ? status.message_id : undefined
-    state.messages = withModels(detail)
+    state.messages = withModels(detail).filter(isShown)
     // The conversation goes on with the model of its current reply.
     models.show(detail.mapping?.[detail.current_node]?.message?.metadata?.model_slug)
     el.messages.replaceChildren(
@@ -214,6 +219,9 @@ async function openConversation(id) {
 
 const textOf = (message) => (message.content?.parts ?? []).join('')
 const roleOf = (message) => message.role ?? message.author?.role ?? 'assistant'
+/** Text from the user or the assistant: an import's system and tool messages are not shown. */
+const isShown = (message) =>
+  ['user', 'assistant'].includes(roleOf(message)) && Array.isArray(message.content?.parts)
 
 /** The detail's branch, each reply with the model that wrote it (from the mapping). */
 const withModels = (detail) =>
@@ -343,7 +351,7 @@ function updateReply(li, turn) {
 async function syncMessages() {
   try {
     const detail = await callJson('GET', `${API}/conversation/${state.conversationId}`)
-    state.messages = withModels(detail)
+    state.messages = withModels(detail).filter(isShown)
     el.messages.replaceChildren(...state.messages.map(messageItem))
   } catch {
     // The streamed view stays; the next open reads it again.
@@ -468,6 +476,48 @@ function remove() {
   void patchConversation({ is_visible: false }, newConversation)
 }
 
+// --- export and import (CONTRACT §17) ------------------------------------------
+
+/** Downloads the user's conversations.json (the whole file, then saved as a download). */
+async function exportHistory() {
+  if (!hasIdentity()) return say('Choose a user (or paste a JWT) first.', true)
+  try {
+    const blob = await (await call('GET', `${API}/conversations/export`)).blob()
+    const link = document.createElement('a')
+    link.href = URL.createObjectURL(blob)
+    link.download = 'conversations.json'
+    link.click()
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000)
+    say('Exported.')
+  } catch (error) {
+    say(explain(error), true)
+  }
+}
+
+/** Sends the chosen conversations.json or zip as it is, and says what was imported. */
+async function importHistory() {
+  const file = $('import-file').files?.[0]
+  $('import-file').value = ''
+  if (!file || !hasIdentity()) return
+  say(`Importing ${file.name}…`)
+  try {
+    const response = await fetch(`${API}/conversations/import`, {
+      method: 'POST',
+      headers: { ...authHeaders(), 'content-type': file.type || 'application/octet-stream' },
+      body: file,
+    })
+    const report = await response.json().catch(() => ({}))
+    if (!response.ok) throw new ApiError(response.status, report)
+    const skipped = report.skipped.length
+      ? `; ${report.skipped.length} left out (see the response)`
+      : ''
+    say(`Imported ${report.imported} conversation(s)${skipped}.`)
+    await refreshList()
+  } catch (error) {
+    say(explain(error), true)
+  }
+}
+
 // --- start -------------------------------------------------------------------
 
 async function start() {
@@ -499,7 +549,11 @@ async function start() {
     hasIdentity,
     say,
   )
+  $('export').addEventListener('click', () => void exportHistory())
+  $('import').addEventListener('click', () => $('import-file').click())
+  $('import-file').addEventListener('change', () => void importHistory())
   await Promise.all([loadFeatures(), models.load()])
+  $('transfer').hidden = !state.features.transfer
   document.body.dataset.features = Object.keys(state.features)
     .filter((name) => state.features[name])
     .join(' ')

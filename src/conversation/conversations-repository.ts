@@ -35,7 +35,10 @@ export async function lockOwnConversation(
   return { currentNode: row.current_node }
 }
 
-/** Every conversation of the user (archived or not) with its newest message, newest update first. */
+/**
+ * Every conversation of the user (archived or not) with its newest message
+ * (not a hidden one of an import), newest update first.
+ */
 export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
   const rows = await db.query<{
     id: string
@@ -49,7 +52,7 @@ export async function listConversations(db: Queryable, userId: string): Promise<
        FROM conversations c
        LEFT JOIN LATERAL (
          SELECT m.content FROM messages m
-          WHERE m.conversation_id = c.id AND m.status <> 'in_progress'
+          WHERE m.conversation_id = c.id AND m.status <> 'in_progress' AND NOT m.hidden
           ORDER BY m.seq DESC LIMIT 1
        ) last ON true
       WHERE c.user_id = $1
@@ -105,7 +108,10 @@ export async function archiveAllConversations(db: Queryable, userId: string): Pr
   )
 }
 
-/** What a delete removed: the conversations, and their replies (whose turn logs go too). */
+/**
+ * What a delete removed: the conversations, and the replies this service
+ * wrote (whose turn logs go too; imported ones never had one).
+ */
 export interface DeletedConversations {
   conversationIds: string[]
   replyIds: string[]
@@ -126,7 +132,8 @@ export async function deleteConversationRows(
        DELETE FROM conversations WHERE user_id = $1 AND ($2::uuid IS NULL OR id = $2::uuid)
        RETURNING id)
      SELECT gone.id AS conversation_id, m.id AS reply_id
-       FROM gone LEFT JOIN messages m ON m.conversation_id = gone.id AND m.role = 'assistant'`,
+       FROM gone LEFT JOIN messages m
+         ON m.conversation_id = gone.id AND m.role = 'assistant' AND m.wire IS NULL`,
     [userId, conversationId ?? null],
   )
   return {

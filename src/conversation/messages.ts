@@ -7,6 +7,20 @@ export interface TextContent {
 }
 
 /**
+ * A message's content as stored: text for this service's own messages, and
+ * for imported ones whatever chatgpt.com's export held (`multimodal_text`
+ * parts, `code`, tool output…), shown as it was.
+ */
+export interface MessageContent {
+  content_type: string
+  parts?: string[]
+  [field: string]: unknown
+}
+
+/** The roles a stored message may have: imported conversations add system and tool messages. */
+export type MessageRole = 'user' | 'assistant' | 'system' | 'tool'
+
+/**
  * A message as the stream shows it (CONTRACT §4.2, §9); key order is the wire
  * order. The assistant message also carries the fields chatgpt.com always
  * sends (author name and metadata, weight, recipient, channel).
@@ -42,6 +56,12 @@ export interface StoredMessage {
   parentId?: string | null
 }
 
+/**
+ * Between the messages one turn stores: times are stored to the millisecond,
+ * and a reply must be later than the message it answers (CONTRACT §17).
+ */
+export const TIME_STEP_SECONDS = 0.001
+
 /** Unix seconds with a sub-millisecond fraction, as `create_time` wants. */
 export function unixSeconds(): number {
   const seconds = (performance.timeOrigin + performance.now()) / 1000
@@ -57,6 +77,10 @@ export const orderedContent = (stored: TextContent): TextContent => ({
   content_type: stored.content_type,
   parts: stored.parts,
 })
+
+/** Any stored content with `content_type` first, then `parts`, then the rest as stored. */
+export const wireContent = ({ content_type, parts, ...rest }: MessageContent): MessageContent =>
+  parts === undefined ? { content_type, ...rest } : { content_type, parts, ...rest }
 
 /** The text of a message: its parts joined by newlines. */
 export function textOf(content: TextContent): string {

@@ -22,6 +22,8 @@ export interface ReadDeps {
   warn: (message: string, error: unknown) => void
   /** Pages already cut from the list documents the cache returns. */
   listPages: ListPages
+  /** The detail's `default_model_slug` when no reply names a model (default-model-slug.ts). */
+  modelSlug: string
 }
 
 /** The history is cached with its owner, so a hit can refuse other users unparsed. */
@@ -32,7 +34,7 @@ function store(deps: ReadDeps, key: string, fill: string, value: string, ttl: nu
   deps.cache.fill(key, fill, value, ttl).catch((error) => deps.warn('cache write failed', error))
 }
 
-/** The conversation detail JSON of CONTRACT §4.6 and §10; not found when missing or not the user's. */
+/** The conversation detail JSON of CONTRACT §4.6, §10 and §17; not found when missing or not the user's. */
 export async function conversationDetail(
   deps: ReadDeps,
   userId: string,
@@ -48,7 +50,7 @@ export async function conversationDetail(
   const fill = await deps.cache.startFill(key)
   const tree = await readTree(deps.db, conversationId, userId)
   if (!tree) throw notFound('Conversation not found.')
-  const body = detailBody(conversationId, tree.currentNode, tree.rows)
+  const body = detailBody(tree.head, tree.rows, deps.modelSlug)
   store(deps, key, fill, `${prefix}${body}}`, HISTORY_TTL_SECONDS)
   return body
 }

@@ -2,7 +2,9 @@
 // resolves the user, and hands the work to the conversation service.
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth.ts'
+import { DEFAULT_IMPORT_MAX_BYTES } from '../config-schema.ts'
 import { invalid, tooLarge, unauthenticated } from '../errors.ts'
+import { handshakeRoutes } from './handshake-routes.ts'
 import { instructionsRoutes } from './instructions/routes.ts'
 import { managementRoutes } from './management-routes.ts'
 import { reasoningEffortOf } from './model/reasoning-effort.ts'
@@ -32,11 +34,14 @@ import {
 import type { ConversationService } from './service.ts'
 import { sseResponse } from './sse-response.ts'
 import { eventStreamResponse } from './stream-schemas.ts'
+import { transferRoutes } from './transfer-routes.ts'
 
 export interface ConversationRoutesDeps {
   conversations: ConversationService
   auth: Authenticator
   keepaliveMs: number
+  /** Largest import accepted (IMPORT_MAX_BYTES; its default when absent). */
+  importMaxBytes?: number
 }
 
 /**
@@ -66,11 +71,18 @@ function checkSend(body: SendBody): void {
     throw tooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
 }
 
-export function conversationRoutes({ conversations, auth, keepaliveMs }: ConversationRoutesDeps) {
+export function conversationRoutes({
+  conversations,
+  auth,
+  keepaliveMs,
+  importMaxBytes = DEFAULT_IMPORT_MAX_BYTES,
+}: ConversationRoutesDeps) {
   return new Elysia({ name: 'conversation-api', prefix: '/backend-api' })
     .use(managementRoutes({ manage: conversations.manage, auth }))
     .use(modelsRoutes({ models: conversations.models, auth }))
     .use(instructionsRoutes({ instructions: conversations.instructions, auth }))
+    .use(handshakeRoutes({ auth, conduitToken: conversations.conduitToken }))
+    .use(transferRoutes({ transfer: conversations.transfer, auth, importMaxBytes }))
     .post(
       '/f/conversation',
       async ({ body, request }) => {

@@ -123,45 +123,7 @@ export const ConversationList = t.Object({
   total: t.Integer({ description: 'How many conversations of the listed kind there are.' }),
 })
 
-const Content = t.Object({ content_type: t.String(), parts: t.Array(t.String()) })
-
-/** One node of chatgpt.com's `mapping`; the root node has no message. */
-const MappingNode = t.Object({
-  id: t.String(),
-  parent: t.Union([t.String(), t.Null()]),
-  children: t.Array(t.String()),
-  message: t.Union([
-    t.Object({
-      id: t.String(),
-      author: t.Object({ role: t.String() }),
-      content: Content,
-      create_time: t.Number({ description: 'Unix seconds with a fraction.' }),
-      status: t.String(),
-      metadata: t.Record(t.String(), t.Unknown()),
-    }),
-    t.Null(),
-  ]),
-})
-
-export const ConversationDetail = t.Object({
-  conversation_id: t.String({ format: 'uuid' }),
-  current_node: t.Union([t.String(), t.Null()], {
-    description: 'The newest reply of the branch last sent to.',
-  }),
-  messages: t.Array(
-    t.Object({
-      id: t.String(),
-      role: t.String(),
-      content: Content,
-      created_at: t.String({ format: 'date-time' }),
-      parent_id: t.Union([t.String(), t.Null()]),
-    }),
-    { description: 'The current branch, from the top of the tree to current_node.' },
-  ),
-  mapping: t.Record(t.String(), MappingNode, {
-    description: 'Every message of the tree by id, plus the `client-created-root` node.',
-  }),
-})
+export { ConversationDetail } from './detail-schema.ts'
 
 export const StopBody = t.Object(
   {
@@ -176,15 +138,24 @@ export const StopResult = t.Union([
   t.Object({ stopped: t.Literal(false) }),
 ])
 
+/** chatgpt.com's key for the same answer, which newer clients read (CONTRACT §17). */
+const streamingStatus = (status: 'IS_STREAMING' | 'NOT_STREAMING') =>
+  t.Literal(status, { description: 'chatgpt.com’s key: `IS_STREAMING` or `NOT_STREAMING`.' })
+
 export const StreamStatus = t.Union([
   t.Object({
     conversation_id: t.String({ format: 'uuid' }),
+    status: streamingStatus('IS_STREAMING'),
     streaming: t.Literal(true),
     message_id: t.String(),
     token: t.String({ description: 'A fresh resume token (x-conduit-token).' }),
     offset: t.Integer({ minimum: 0, description: 'Items streamed so far.' }),
   }),
-  t.Object({ conversation_id: t.String({ format: 'uuid' }), streaming: t.Literal(false) }),
+  t.Object({
+    conversation_id: t.String({ format: 'uuid' }),
+    status: streamingStatus('NOT_STREAMING'),
+    streaming: t.Literal(false),
+  }),
 ])
 
 /** Error schemas for a route's `response` option. */

@@ -9,7 +9,10 @@ import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
+import { createConduitTokens } from './conduit-token.ts'
 import { isOwnConversation } from './conversations-repository.ts'
+import { exportStream } from './export/export-stream.ts'
+import { importConversations } from './import/import-conversations.ts'
 import { createInstructionsStore } from './instructions/store.ts'
 import type { ListPage } from './list-cache.ts'
 import { createListPages } from './list-pages.ts'
@@ -82,8 +85,15 @@ export interface ResumeRequest {
 }
 
 export type StreamStatus =
-  | { conversation_id: string; streaming: false }
-  | { conversation_id: string; streaming: true; message_id: string; token: string; offset: number }
+  | { conversation_id: string; status: 'NOT_STREAMING'; streaming: false }
+  | {
+      conversation_id: string
+      status: 'IS_STREAMING'
+      streaming: true
+      message_id: string
+      token: string
+      offset: number
+    }
 
 export type ConversationService = ReturnType<typeof createConversationService>
 
@@ -113,7 +123,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     observer,
     checkpointMs: options.checkpointMs ?? 1_000,
   }
-  const reads = { ...deps, listPages: createListPages() }
+  const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
     ...deps,
     leases: options.leases,
@@ -256,12 +266,17 @@ export function createConversationService(options: ConversationServiceOptions) {
     /** Whether a turn streams now, with what a reloaded page needs to resume it (CONTRACT §12). */
     async streamStatus(userId: string, conversationId: string): Promise<StreamStatus> {
       await requireOwn(userId, conversationId)
-      const idle = { conversation_id: conversationId, streaming: false as const }
+      const idle = {
+        conversation_id: conversationId,
+        status: 'NOT_STREAMING' as const,
+        streaming: false as const,
+      }
       const turn = (await runningTurn(db, conversationId)) ?? (await nextTurn(db, conversationId))
       const info = turn && (await logs.info(turn.messageId))
       if (!turn || !info || info.finished) return idle
       return {
         conversation_id: conversationId,
+        status: 'IS_STREAMING',
         streaming: true,
         message_id: turn.messageId,
         token: await deps.tokens.sign({ userId, conversationId, messageId: turn.messageId }),
@@ -286,6 +301,17 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     /** Users' custom instructions (GET / POST /user_system_messages). */
     instructions,
+
+    /** A conduit token for the user, as chatgpt.com's prepare hands out (CONTRACT §17). */
+    conduitToken: createConduitTokens(options.resumeTokenSecret),
+
+    /** The user's history out and in, as chatgpt.com's conversations.json (CONTRACT §17). */
+    transfer: {
+      export: (userId: string, archived: boolean | undefined) =>
+        exportStream({ db, modelSlug: models.defaultModel.slug, warn }, { userId, archived }),
+      import: (userId: string, file: AsyncIterable<Uint8Array>) =>
+        importConversations({ db, cache: options.cache, newId, warn }, userId, file),
+    },
 
     /**
      * Starts looking for turns whose runner died (a crashed process, another

@@ -1,31 +1,20 @@
-// The conversation detail of CONTRACT §4.6 and §10, built from the stored tree
-// (pure): `messages` is the current branch, from the top of the tree down to
-// the current node, each with its `parent_id`; `mapping` is every message in
-// chatgpt.com's shape, under a `client-created-root` node.
-import { ROOT_ID, type TextContent } from './messages.ts'
-import type { TreeRow } from './tree-repository.ts'
+// The conversation detail (CONTRACT §4.6, §10, §17), built from the stored
+// tree (pure): chatgpt.com's conversation object, the same one its data
+// export holds in conversations.json (so the export is a list of these), plus
+// this API's own `conversation_id` and `messages` (the current branch, from
+// the top of the tree down to the current node, each with its `parent_id`).
+// `mapping` holds every message under a `client-created-root` node, keys in
+// creation order, the root first.
+import { defaultModelSlug } from './default-model-slug.ts'
+import { type MappingMessage, mappingMessage } from './mapping-message.ts'
+import { ROOT_ID } from './messages.ts'
+import type { ConversationHead, TreeRow } from './tree-repository.ts'
 
 interface MappingNode {
   id: string
   parent: string | null
   children: string[]
-  message: {
-    id: string
-    author: { role: string }
-    content: TextContent
-    create_time: number
-    status: string
-    metadata: Record<string, unknown>
-  } | null
-}
-
-/** Stored metadata clients see; the rest (internal flags, the send's temperature) stays private. */
-const PUBLIC_METADATA = ['model_slug', 'parent_id', 'message_type', 'finish_details'] as const
-
-function publicMetadata(metadata: Record<string, unknown>): Record<string, unknown> {
-  const shown: Record<string, unknown> = {}
-  for (const key of PUBLIC_METADATA) if (metadata[key] !== undefined) shown[key] = metadata[key]
-  return shown
+  message: MappingMessage | null
 }
 
 /** The current branch, top first: from `currentNode` up its parents (rows in creation order). */
@@ -50,30 +39,35 @@ function mappingOf(rows: readonly TreeRow[]): Record<string, MappingNode> {
       id: row.id,
       parent: row.parentId ?? ROOT_ID,
       children: [],
-      message: {
-        id: row.id,
-        author: { role: row.role },
-        content: row.content,
-        create_time: row.createdAt.getTime() / 1000,
-        status: row.status,
-        metadata: publicMetadata(row.metadata),
-      },
+      message: mappingMessage(row),
     }
   // Children in creation order: a parent is always stored before its children.
   for (const row of rows) mapping[row.parentId ?? ROOT_ID]?.children.push(row.id)
   return mapping
 }
 
-/** The detail JSON of a conversation with at least one message. */
-export function detailBody(
-  conversationId: string,
-  currentNode: string | null,
+const seconds = (date: Date) => date.getTime() / 1000
+
+/**
+ * The detail object of a conversation with at least one message; rows in
+ * creation order. `configuredModel` names the model when no reply does.
+ */
+export function conversationObject(
+  head: ConversationHead,
   rows: readonly TreeRow[],
-): string {
-  const branch = branchOf(rows, currentNode)
-  return JSON.stringify({
-    conversation_id: conversationId,
+  configuredModel: string,
+) {
+  const branch = branchOf(rows, head.currentNode)
+  return {
+    id: head.id,
+    conversation_id: head.id,
+    title: head.title,
+    create_time: seconds(head.createdAt),
+    update_time: seconds(head.updatedAt),
     current_node: branch.at(-1)?.id ?? null,
+    default_model_slug: defaultModelSlug(head.defaultModelSlug, branch, configuredModel),
+    is_archived: head.isArchived,
+    moderation_results: [] as never[],
     messages: branch.map((row) => ({
       id: row.id,
       role: row.role,
@@ -82,5 +76,14 @@ export function detailBody(
       parent_id: row.parentId,
     })),
     mapping: mappingOf(rows),
-  })
+  }
+}
+
+/** The detail JSON of a conversation with at least one message. */
+export function detailBody(
+  head: ConversationHead,
+  rows: readonly TreeRow[],
+  configuredModel: string,
+): string {
+  return JSON.stringify(conversationObject(head, rows, configuredModel))
 }

@@ -8,6 +8,7 @@
 //   turns queued behind the stopped one to run normally;
 // - GET /backend-api/conversation/{id}/stream_status mid-reply gives a fresh
 //   resume token and an offset that resume byte-exactly, and streaming:false
+//   (with chatgpt.com's `status`, CONTRACT §17)
 //   once the turn is over;
 // - bad input to both routes is a §3 error that changes nothing: the running
 //   turn it named still completes normally.
@@ -287,10 +288,16 @@ for (const backend of appBackends())
         'conversation_id',
         'message_id',
         'offset',
+        'status',
         'streaming',
         'token',
       ])
-      expect(status).toMatchObject({ conversation_id: cid, streaming: true, message_id: aid })
+      expect(status).toMatchObject({
+        conversation_id: cid,
+        status: 'IS_STREAMING',
+        streaming: true,
+        message_id: aid,
+      })
       const { token, offset } = status as { token: string; offset: number }
       // At least the prefix and the first append item had streamed.
       expect(Number.isInteger(offset)).toBe(true)
@@ -319,7 +326,11 @@ for (const backend of appBackends())
       await t.conversations.whenIdle()
       const idle = await streamStatus(cid, user)
       expect(idle.status).toBe(200)
-      expect(await idle.json()).toStrictEqual({ conversation_id: cid, streaming: false })
+      expect(await idle.json()).toStrictEqual({
+        conversation_id: cid,
+        status: 'NOT_STREAMING',
+        streaming: false,
+      })
     })
 
     test('bad stop and stream_status requests are §3 errors and leave the running turn alone', async () => {

@@ -7,7 +7,9 @@ import { appBackends } from '../support/backends.ts'
 import { conversationApp, type TestApp } from '../support/conversation-app.ts'
 
 interface Operation {
-  requestBody?: { content: Record<string, { schema?: { properties?: object } }> }
+  requestBody?: {
+    content: Record<string, { schema?: { properties?: object; items?: { type?: string } } }>
+  }
   parameters?: { name: string; in: string; required: boolean }[]
   security?: Record<string, string[]>[]
   responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>
@@ -40,6 +42,12 @@ for (const backend of appBackends())
           '/backend-api/conversations/search',
           '/backend-api/conversation/message_feedback',
           '/backend-api/models',
+          '/backend-api/f/conversation/prepare',
+          '/backend-api/sentinel/chat-requirements',
+          '/backend-api/sentinel/chat-requirements/prepare',
+          '/backend-api/sentinel/chat-requirements/finalize',
+          '/backend-api/conversations/export',
+          '/backend-api/conversations/import',
         ])
           expect(paths).toContain(path)
       })
@@ -50,11 +58,16 @@ for (const backend of appBackends())
         expect(posts.length).toBeGreaterThanOrEqual(4)
         for (const [path, methods] of posts) {
           const schema = methods.post?.requestBody?.content['application/json']?.schema
-          expect({ path, properties: Object.keys(schema?.properties ?? {}).length > 0 }).toEqual({
-            path,
-            properties: true,
-          })
+          // An object's fields, or (an import's conversations.json) an array of objects.
+          const described =
+            Object.keys(schema?.properties ?? {}).length > 0 || schema?.items?.type === 'object'
+          expect({ path, described }).toEqual({ path, described: true })
         }
+        const importBody = doc.paths['/backend-api/conversations/import']?.post?.requestBody
+        expect(Object.keys(importBody?.content ?? {}).sort()).toEqual([
+          'application/json',
+          'application/zip',
+        ])
       })
 
       test('the management routes and the model list are documented with their schemas', async () => {

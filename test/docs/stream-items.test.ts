@@ -83,8 +83,15 @@ for (const backend of appBackends())
           'application/json'
         ]?.schema
       expect(Object.keys(detail?.properties ?? {})).toEqual([
+        'id',
         'conversation_id',
+        'title',
+        'create_time',
+        'update_time',
         'current_node',
+        'default_model_slug',
+        'is_archived',
+        'moderation_results',
         'messages',
         'mapping',
       ])

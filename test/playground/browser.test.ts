@@ -8,7 +8,7 @@
 // other host. The first test leaves a screenshot in
 // test/output/playground.png (docs/playground.png is a copy, for the README).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { embeddedBackend } from '../support/backends.ts'
@@ -45,6 +45,8 @@ const MODELS = [
   { slug: 'local-echo', title: 'Local echo', provider: 'local', default: true },
   { slug: 'local-second', title: 'Second local', provider: 'local' },
 ]
+/** A chatgpt.com conversations.json (test/support/transfer.ts describes it). */
+const FIXTURE = join(import.meta.dir, '..', 'fixtures', 'chatgpt-conversations.json')
 
 const isLoopback = (url: string) => {
   const { protocol, hostname } = new URL(url)
@@ -290,6 +292,25 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
         ).json()) as { about_user_message: string }
       ).about_user_message,
     ).toBe('I grow tomatoes on a balcony.')
+    await page.context().close()
+  }, 40_000)
+
+  test('Import takes a chatgpt.com export and Export downloads the history', async () => {
+    const { page } = await signedIn()
+    await page.locator('#export').waitFor({ state: 'visible', ...TIMEOUT })
+    await page.setInputFiles('#import-file', FIXTURE)
+    await page.locator('#status', { hasText: 'Imported 2 conversation(s)' }).waitFor(TIMEOUT)
+    await page.locator('#conversations li', { hasText: 'Weekend in Lisbon' }).click()
+    // The current branch without the export's hidden system, context and tool messages.
+    await page.locator('#messages li.assistant', { hasText: 'tram 28' }).waitFor(TIMEOUT)
+    expect(await page.locator('#messages li').count()).toBe(4)
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export')])
+    expect(download.suggestedFilename()).toBe('conversations.json')
+    const saved = JSON.parse(readFileSync(await download.path(), 'utf8')) as { title: string }[]
+    expect(saved.map((entry) => entry.title).sort()).toEqual([
+      'How do I boil an egg?',
+      'Weekend in Lisbon',
+    ])
     await page.context().close()
   }, 40_000)
 

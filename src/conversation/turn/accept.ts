@@ -18,7 +18,7 @@ import { allInOrder } from '../../storage/db.ts'
 import { lockOwnConversation } from '../conversations-repository.ts'
 import { type FirstSend, storeFirstSend } from '../first-send-repository.ts'
 import type { StoredMessage } from '../messages.ts'
-import { textOf, titleFrom, unixSeconds } from '../messages.ts'
+import { TIME_STEP_SECONDS, textOf, titleFrom, unixSeconds } from '../messages.ts'
 import { insertMessages } from '../messages-repository.ts'
 import { insertSendKey } from '../send-keys-repository.ts'
 import { insertReplyPlaceholder, type QueuedTurn, type ReplyMetadata } from '../turn-repository.ts'
@@ -73,18 +73,21 @@ export interface AcceptedTurn {
 export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<AcceptedTurn> {
   const { conversationId, userId } = input
   const variant = input.action === 'variant'
+  // Each message of the turn a step later than the one before: the reply is
+  // later than what it answers, to the millisecond the database keeps.
+  const now = unixSeconds()
   const inputs: StoredMessage[] = variant
     ? []
-    : input.messages.map((message) => ({
+    : input.messages.map((message, index) => ({
         id: message.id,
         role: 'user',
         content: { content_type: 'text', parts: message.parts },
-        createTime: unixSeconds(),
+        createTime: now + index * TIME_STEP_SECONDS,
       }))
   const answered = input.messages.at(-1)
   if (!answered) throw new Error('acceptTurn: a send needs at least one message')
   const messageId = deps.newId()
-  const createTime = unixSeconds()
+  const createTime = now + inputs.length * TIME_STEP_SECONDS
   const metadata: ReplyMetadata = {
     model_slug: input.model,
     parent_id: answered.id,

@@ -32,9 +32,12 @@ async function resolveParent(
   target: SendTarget,
   given: string | undefined,
 ): Promise<string | null> {
-  if (given === undefined) return target.isNew ? null : target.currentNode
+  // A new conversation starts at the top whatever parent it names: chatgpt.com
+  // clients (gpt4free) send one they made up (CONTRACT §17).
+  if (target.isNew) return null
+  if (given === undefined) return target.currentNode
   if (given === ROOT_ID) return null
-  const found = target.isNew ? undefined : await findMessage(tx, conversationId, given)
+  const found = await findMessage(tx, conversationId, given)
   if (!found) throw unknownMessage(given)
   return found.id
 }
