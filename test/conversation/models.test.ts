@@ -152,6 +152,7 @@ for (const backend of appBackends())
         await get(t.app, `/backend-api/conversation/${id}`, { 'x-user-id': user })
       ).json()) as {
         current_node: string
+        default_model_slug: string
         messages: { id: string; role: string; parent_id: string | null }[]
         mapping: Record<string, { message: { metadata: Record<string, unknown> } | null }>
       }
@@ -285,6 +286,8 @@ for (const backend of appBackends())
         .filter(Boolean)
       expect(slugs.sort()).toEqual(['fast', 'local-a'])
       expect(await conversationModel(id)).toBe('fast')
+      // The detail says the stored model, not the newest reply's (CONTRACT §17).
+      expect(detail.default_model_slug).toBe('fast')
     })
 
     test('thinking_effort reaches the server that takes reasoning_effort; the local model ignores it', async () => {

@@ -305,7 +305,8 @@ for (const backend of appBackends())
           create_time: 1714000000.125,
           update_time: 1714000420.5,
           current_node: 'a-2b',
-          default_model_slug: 'gpt-4o-mini',
+          // The export's own default_model_slug, not its newest reply's model (gpt-4o-mini).
+          default_model_slug: 'gpt-4o',
           is_archived: false,
         })
         // The file's order, which is creation order, under this service's root.
