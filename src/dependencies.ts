@@ -36,6 +36,7 @@ import { createRedisCache } from './storage/redis-cache.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { coalesceWritesPerLoopTurn } from './storage/redis-write-coalescing.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
+import type { StoreBreaker } from './storage/store-breaker.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -115,18 +116,22 @@ export function openModel(config: Config): ModelProvider {
  * The per-user limits of RATE_LIMIT_* (a limit of 0 is none): counted in the
  * state Redis when there is one, so every instance counts together, else in
  * process. The state database rather than the cache's, because the counts
- * are not copies: a cache flush must not reset them.
+ * are not copies: a cache flush must not reset them. Counts there go through
+ * the state's breaker: with that Redis frozen or gone the requests limit
+ * counts in process after at most CACHE_TIMEOUT_MS (it is optional, like the
+ * cache), and a send is refused with 503 within the state's deadline.
  */
 export async function openRateLimits(
   config: Config,
   onClose: (fn: () => Promise<void> | void) => void,
+  breaker?: StoreBreaker,
 ): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
   let redis: Redis | undefined
-  if (config.redisStateUrl) {
+  if (config.redisStateUrl && breaker) {
     const client = new Redis(config.redisStateUrl, {
-      // Fail at once while Redis is down: the limiter then counts in memory.
+      // Fail at once while Redis is down: the limiter then decides in process.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
@@ -141,17 +146,21 @@ export async function openRateLimits(
   }
   // The requests limit, looser and checked on every request, spends points
   // reserved in blocks; sends are few and their limit strict: one check each.
-  const limiter = (name: string, points: number, reserveBlocks: boolean) => {
+  const limiter = (name: 'sends' | 'requests', points: number) => {
     if (points === 0) return undefined
     const policy: RateLimitPolicy = { name, points, windowSeconds }
-    return redis
-      ? createRedisRateLimiter(policy, { redis, reserveBlocks })
-      : createMemoryRateLimiter(policy)
+    if (!redis || !breaker) return createMemoryRateLimiter(policy)
+    return name === 'requests'
+      ? createRedisRateLimiter(policy, {
+          redis,
+          breaker,
+          timeoutMs: config.cacheTimeoutMs,
+          whenUnavailable: 'count-locally',
+          reserveBlocks: true,
+        })
+      : createRedisRateLimiter(policy, { redis, breaker, whenUnavailable: 'refuse' })
   }
-  return {
-    sends: limiter('sends', sends, false),
-    requests: limiter('requests', requests, true),
-  }
+  return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
 }
 
 /** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
@@ -211,7 +220,7 @@ export async function openDependencies(
     await migrate(db)
     const state = await openState(config, log)
     onClose(() => state.close())
-    const rateLimits = await openRateLimits(config, onClose)
+    const rateLimits = await openRateLimits(config, onClose, state.breaker)
     const conversations = createConversationService({
       db,
       cache,
