@@ -18,6 +18,7 @@ import { createMemoryTurnLogs } from './memory-turn-logs.ts'
 import { createRedisLeases } from './redis-leases.ts'
 import { createRedisStopChannel } from './redis-stop-channel.ts'
 import { createRedisTurnLogs } from './redis-turn-logs.ts'
+import { gateStops, gateTurnLogs } from './state-gate.ts'
 import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
 import type { TurnLogStore } from './turn-log-store.ts'
@@ -34,9 +35,10 @@ export interface State {
   sharedSecret(name: string): Promise<string>
   /**
    * The state Redis's deadline and breaker (store-breaker.ts), opened by any
-   * state command that missed its deadline or lost its connection: what runs
-   * on a request's path and can decide without waiting (the rate limits) asks
-   * it first. Absent for the in-process state, which cannot fail.
+   * state command that missed its deadline or lost its connection: the calls
+   * on a request's path (state-gate.ts, the rate limits) ask it first and
+   * answer at once while it is open. Absent for the in-process state, which
+   * cannot fail.
    */
   readonly breaker?: StoreBreaker
   /** Resolves when the state store answers (readiness); throws otherwise. */
@@ -95,9 +97,10 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     commandTimeout: timeoutMs,
   })
   redis.on('error', () => {})
-  // The state's own commands keep their deadline and are never refused by the
-  // breaker (a running turn's log writes and renewals must not fail faster
-  // than Redis does); they only open it, for those that can decide without Redis.
+  // Every state command opens the breaker when it misses its deadline or loses
+  // the connection; only the calls a request waits for consult it
+  // (state-gate.ts, the rate limits): a running turn's log writes and lease
+  // renewals must not fail faster than Redis does.
   const breaker = createStoreBreaker({
     store: 'state',
     timeoutMs,
@@ -118,9 +121,10 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     const stops = await createRedisStopChannel({ redis, keyPrefix: prefix, report: options.warn })
     return {
       kind: 'redis',
-      logs,
+      // Calls only a request waits for are refused at once while the breaker is open.
+      logs: gateTurnLogs(logs, breaker),
       leases,
-      stops,
+      stops: gateStops(stops, breaker),
       breaker,
       async sharedSecret(name) {
         const key = `${prefix}secret:${name}`
