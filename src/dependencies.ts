@@ -58,8 +58,12 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   return createPgliteDb(dir)
 }
 
-/** How often a cache found down is asked whether it answers again. */
-const CACHE_PROBE_INTERVAL_MS = 200
+/**
+ * How often an idle near cache checks that Redis still answers its tracking
+ * connection: with Redis frozen or cut off, it stops serving copies within
+ * this and CACHE_TIMEOUT_MS (redis-invalidations.ts).
+ */
+const NEAR_CACHE_HEARTBEAT_MS = 1_000
 
 /**
  * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
@@ -74,7 +78,6 @@ export function openCache(
   if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
   const shared = createResilientCache(createRedisCache(config.redisUrl), {
     timeoutMs: config.cacheTimeoutMs,
-    probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
     onStateChange: (state, cause) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
@@ -83,7 +86,11 @@ export function openCache(
   if (!near || config.nearCacheMaxBytes === 0) return shared
   return createNearCache(
     shared,
-    openRedisInvalidations(config.redisUrl, { prefixes: NEAR_CACHED_PREFIXES }),
+    openRedisInvalidations(config.redisUrl, {
+      prefixes: NEAR_CACHED_PREFIXES,
+      timeoutMs: config.cacheTimeoutMs,
+      heartbeatMs: NEAR_CACHE_HEARTBEAT_MS,
+    }),
     { maxBytes: config.nearCacheMaxBytes, isNear: isNearCached },
   )
 }
@@ -95,7 +102,14 @@ function openCounterStore(config: Config): Cache {
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
 export function openState(config: Config, log?: Logger): Promise<State> {
-  const options = { retentionMs: config.resumeRetentionMs, warn: log && warnTo(log) }
+  const options = {
+    retentionMs: config.resumeRetentionMs,
+    warn: log && warnTo(log),
+    onStateChange: (state: 'open' | 'closed', cause?: unknown) =>
+      state === 'open'
+        ? log?.warn({ error: safeErrorMessage(cause) }, 'turn state unavailable; refusing sends')
+        : log?.info('turn state answers again'),
+  }
   return config.redisStateUrl
     ? openRedisState(config.redisStateUrl, options)
     : Promise.resolve(createMemoryState(options))
