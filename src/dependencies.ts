@@ -133,12 +133,13 @@ export function openModel(config: Config): ModelProvider {
  * are not copies: a cache flush must not reset them. Counts there go through
  * the state's breaker: with that Redis frozen or gone the requests limit
  * counts in process after at most CACHE_TIMEOUT_MS (it is optional, like the
- * cache), and a send is refused with 503 within the state's deadline.
+ * cache), and a send is refused with 503 within the state's deadline. Without
+ * the state's breaker (the in-process state) the counts stay in process.
  */
 export async function openRateLimits(
   config: Config,
   onClose: (fn: () => Promise<void> | void) => void,
-  breaker?: StoreBreaker,
+  { breaker, keyPrefix }: { breaker?: StoreBreaker; keyPrefix?: string } = {},
 ): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
@@ -171,8 +172,9 @@ export async function openRateLimits(
           timeoutMs: config.cacheTimeoutMs,
           whenUnavailable: 'count-locally',
           reserveBlocks: true,
+          keyPrefix,
         })
-      : createRedisRateLimiter(policy, { redis, breaker, whenUnavailable: 'refuse' })
+      : createRedisRateLimiter(policy, { redis, breaker, whenUnavailable: 'refuse', keyPrefix })
   }
   return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
 }
@@ -234,7 +236,7 @@ export async function openDependencies(
     await migrate(db)
     const state = await openState(config, log)
     onClose(() => state.close())
-    const rateLimits = await openRateLimits(config, onClose, state.breaker)
+    const rateLimits = await openRateLimits(config, onClose, { breaker: state.breaker })
     const conversations = createConversationService({
       db,
       cache,
