@@ -42,8 +42,6 @@ export interface ResilientCacheOptions {
 export interface ResilientCache extends Cache {
   /** True while commands are being sent to the cache. */
   readonly available: boolean
-  /** Calls listener each time the cache becomes unavailable (false) or available again (true). */
-  watchAvailability(listener: (available: boolean) => void): () => void
 }
 
 export function createResilientCache(inner: Cache, options: ResilientCacheOptions): ResilientCache {
@@ -81,7 +79,6 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
     get available() {
       return breaker.available
     },
-    watchAvailability: (listener) => breaker.watch(listener),
     get: (key) =>
       guarded(
         () => inner.get(key),

@@ -97,8 +97,6 @@ export interface StoreBreaker {
   run<T>(command: () => Promise<T>, timeoutMs?: number): Promise<T>
   /** Opens the breaker (a lost connection, a missed deadline seen elsewhere). */
   trip(cause: unknown): void
-  /** Calls listener each time the breaker opens or closes; returns a function that stops it. */
-  watch(listener: (available: boolean) => void): () => void
   /** Stops probing; from now on run() always fails. */
   close(): void
 }
@@ -107,24 +105,18 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   const { store, timeoutMs } = options
   const probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS
   const isRefusal = options.isRefusal ?? isCommandRefusal
-  const listeners = new Set<(available: boolean) => void>()
   let open = false
   let closed = false
   let probing: ReturnType<typeof setTimeout> | undefined
   /** Counts failures: a probe that overlapped a new one must not close the breaker. */
   let failures = 0
 
-  const changed = (state: 'open' | 'closed', cause?: unknown) => {
-    options.onStateChange?.(state, cause)
-    for (const listener of [...listeners]) listener(state === 'closed')
-  }
-
   function trip(cause: unknown): void {
     if (closed) return
     failures++
     if (!open) {
       open = true
-      changed('open', cause)
+      options.onStateChange?.('open', cause)
     }
     probing ??= setTimeout(probe, probeIntervalMs)
   }
@@ -139,7 +131,7 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
       probing = undefined
       if (closed) return
       open = false
-      changed('closed')
+      options.onStateChange?.('closed')
     } catch {
       probing = closed ? undefined : setTimeout(probe, probeIntervalMs)
     }
@@ -163,15 +155,10 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
       }
     },
     trip,
-    watch(listener) {
-      listeners.add(listener)
-      return () => listeners.delete(listener)
-    },
     close() {
       closed = true
       clearTimeout(probing)
       probing = undefined
-      listeners.clear()
     },
   }
 }
