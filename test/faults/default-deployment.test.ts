@@ -263,6 +263,7 @@ for (const instances of [1, 2])
         known: { userId: string; conversationId: string },
         withinMs: number,
       ) {
+        const back = performance.now()
         const deadline = Date.now() + withinMs
         for (const server of servers)
           for (;;) {
@@ -274,6 +275,9 @@ for (const instances of [1, 2])
               throw new Error(`sends did not work again within ${withinMs} ms: ${answer.body}`)
             await sleep(200)
           }
+        timings.push(
+          `${instances} instance(s): sends work again on every instance ${Math.round(performance.now() - back)} ms after the store is back`,
+        )
       }
 
       for (const first of ['read', 'send'] as const)
