@@ -1,7 +1,8 @@
 // The one policy for a Redis that is slow or gone, whatever it holds: the
 // cache (resilient-cache.ts), the turn state (state.ts) and the rate limits'
 // counts (redis-rate-limiter.ts). Every call on a request's path has a
-// deadline, and a store that missed one is not asked again until it answers:
+// deadline, and once a store missed one, nothing on a request's path asks it
+// again until it answers:
 //
 // - Closed (healthy): every command goes to the store, and fails after its
 //   deadline at the latest with a StoreUnavailableError.
