@@ -38,6 +38,7 @@ import { createRedisCache } from './storage/redis-cache.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { coalesceWritesPerLoopTurn } from './storage/redis-write-coalescing.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
+import type { StoreBreaker } from './storage/store-breaker.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -59,8 +60,12 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
   return createPgliteDb(dir)
 }
 
-/** How often a cache found down is asked whether it answers again. */
-const CACHE_PROBE_INTERVAL_MS = 200
+/**
+ * How often an idle near cache checks that Redis still answers its tracking
+ * connection: with Redis frozen or cut off, it stops serving copies within
+ * this and CACHE_TIMEOUT_MS (redis-invalidations.ts).
+ */
+const NEAR_CACHE_HEARTBEAT_MS = 1_000
 
 /**
  * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
@@ -75,7 +80,6 @@ export function openCache(
   if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
   const shared = createResilientCache(createRedisCache(config.redisUrl), {
     timeoutMs: config.cacheTimeoutMs,
-    probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
     onStateChange: (state, cause) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
@@ -84,7 +88,11 @@ export function openCache(
   if (!near || config.nearCacheMaxBytes === 0) return shared
   return createNearCache(
     shared,
-    openRedisInvalidations(config.redisUrl, { prefixes: NEAR_CACHED_PREFIXES }),
+    openRedisInvalidations(config.redisUrl, {
+      prefixes: NEAR_CACHED_PREFIXES,
+      timeoutMs: config.cacheTimeoutMs,
+      heartbeatMs: NEAR_CACHE_HEARTBEAT_MS,
+    }),
     { maxBytes: config.nearCacheMaxBytes, isNear: isNearCached },
   )
 }
@@ -96,7 +104,14 @@ function openCounterStore(config: Config): Cache {
 
 /** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
 export function openState(config: Config, log?: Logger): Promise<State> {
-  const options = { retentionMs: config.resumeRetentionMs, warn: log && warnTo(log) }
+  const options = {
+    retentionMs: config.resumeRetentionMs,
+    warn: log && warnTo(log),
+    onStateChange: (state: 'open' | 'closed', cause?: unknown) =>
+      state === 'open'
+        ? log?.warn({ error: safeErrorMessage(cause) }, 'turn state unavailable; refusing sends')
+        : log?.info('turn state answers again'),
+  }
   return config.redisStateUrl
     ? openRedisState(config.redisStateUrl, options)
     : Promise.resolve(createMemoryState(options))
@@ -140,18 +155,23 @@ export function openModel(config: Config): ModelProvider {
  * The per-user limits of RATE_LIMIT_* (a limit of 0 is none): counted in the
  * state Redis when there is one, so every instance counts together, else in
  * process. The state database rather than the cache's, because the counts
- * are not copies: a cache flush must not reset them.
+ * are not copies: a cache flush must not reset them. Counts there go through
+ * the state's breaker: with that Redis frozen or gone the requests limit
+ * counts in process after at most CACHE_TIMEOUT_MS (it is optional, like the
+ * cache), and a send is refused with 503 within the state's deadline. Without
+ * the state's breaker (the in-process state) the counts stay in process.
  */
 export async function openRateLimits(
   config: Config,
   onClose: (fn: () => Promise<void> | void) => void,
+  { breaker, keyPrefix }: { breaker?: StoreBreaker; keyPrefix?: string } = {},
 ): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
   let redis: Redis | undefined
-  if (config.redisStateUrl) {
+  if (config.redisStateUrl && breaker) {
     const client = new Redis(config.redisStateUrl, {
-      // Fail at once while Redis is down: the limiter then counts in memory.
+      // Fail at once while Redis is down: the limiter then decides in process.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
@@ -166,17 +186,22 @@ export async function openRateLimits(
   }
   // The requests limit, looser and checked on every request, spends points
   // reserved in blocks; sends are few and their limit strict: one check each.
-  const limiter = (name: string, points: number, reserveBlocks: boolean) => {
+  const limiter = (name: 'sends' | 'requests', points: number) => {
     if (points === 0) return undefined
     const policy: RateLimitPolicy = { name, points, windowSeconds }
-    return redis
-      ? createRedisRateLimiter(policy, { redis, reserveBlocks })
-      : createMemoryRateLimiter(policy)
+    if (!redis || !breaker) return createMemoryRateLimiter(policy)
+    return name === 'requests'
+      ? createRedisRateLimiter(policy, {
+          redis,
+          breaker,
+          timeoutMs: config.cacheTimeoutMs,
+          whenUnavailable: 'count-locally',
+          reserveBlocks: true,
+          keyPrefix,
+        })
+      : createRedisRateLimiter(policy, { redis, breaker, whenUnavailable: 'refuse', keyPrefix })
   }
-  return {
-    sends: limiter('sends', sends, false),
-    requests: limiter('requests', requests, true),
-  }
+  return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
 }
 
 /** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
@@ -236,7 +261,7 @@ export async function openDependencies(
     await migrate(db)
     const state = await openState(config, log)
     onClose(() => state.close())
-    const rateLimits = await openRateLimits(config, onClose)
+    const rateLimits = await openRateLimits(config, onClose, { breaker: state.breaker })
     const conversations = createConversationService({
       db,
       cache,

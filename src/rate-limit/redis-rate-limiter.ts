@@ -1,22 +1,40 @@
 // RateLimiter adapter shared by every instance: the counts live in Redis (one
 // key per user and window, incremented and given its expiry by one Lua call,
 // rate-limiter-flexible's RateLimiterRedis). It uses the state database, not
-// the cache: `DELETE /cache` must not hand every user a fresh window. While
-// Redis does not answer, each process counts on its own in memory (the
-// library's insurance limiter), so a Redis outage neither blocks every
-// request nor lifts the limit.
+// the cache: `DELETE /cache` must not hand every user a fresh window.
+//
+// Every count goes through the state's breaker (store-breaker.ts) with a
+// deadline, so a frozen or dead Redis never holds a request longer than that
+// deadline, and once one count missed it nobody waits for Redis until the
+// breaker's probe hears it again. What the limiter decides meanwhile, in the
+// process, is its `whenUnavailable`: `count-locally` counts each process's
+// requests in memory (a bounded local allowance: the limit per process), so
+// reads go on; `refuse` throws the breaker's StoreUnavailableError (a 503),
+// for sends, which cannot run without the turn state on that Redis anyway.
 import type Redis from 'ioredis'
-import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
+import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
 import { memoryLimiterOf } from './memory-rate-limiter.ts'
-import { flexibleRateLimiter, type RateLimiter, type RateLimitPolicy } from './rate-limiter.ts'
+import {
+  type FlexibleLimiter,
+  flexibleRateLimiter,
+  type RateLimiter,
+  type RateLimitPolicy,
+} from './rate-limiter.ts'
 import { reservingRateLimiter } from './reserving-rate-limiter.ts'
 
 export interface RedisRateLimiterOptions {
   /**
    * A client made with `enableOfflineQueue: false`, so a call while Redis is
-   * down fails at once and the in-memory fallback answers.
+   * down fails at once instead of waiting for a reconnect.
    */
   redis: Redis
+  /** The state Redis's breaker (State.breaker): shared with the state and the other limit. */
+  breaker: StoreBreaker
+  /** Longest one count may wait for Redis; the breaker's own deadline unless told. */
+  timeoutMs?: number
+  /** What an unavailable Redis means: count in this process, or refuse (503). */
+  whenUnavailable: 'count-locally' | 'refuse'
   /** Prepended to every key (tests run side by side on one Redis). */
   keyPrefix?: string
   /**
@@ -28,17 +46,46 @@ export interface RedisRateLimiterOptions {
   reserveBlocks?: boolean
 }
 
+type Counted = { counted: RateLimiterRes } | { refused: RateLimiterRes }
+
 export function createRedisRateLimiter(
   policy: RateLimitPolicy,
-  { redis, keyPrefix = '', reserveBlocks = false }: RedisRateLimiterOptions,
+  options: RedisRateLimiterOptions,
 ): RateLimiter {
-  const store = new RateLimiterRedis({
-    storeClient: redis,
+  const { breaker, timeoutMs, whenUnavailable } = options
+  const shared = new RateLimiterRedis({
+    storeClient: options.redis,
     points: policy.points,
     duration: policy.windowSeconds,
-    keyPrefix: `${keyPrefix}ratelimit:${policy.name}`,
+    keyPrefix: `${options.keyPrefix ?? ''}ratelimit:${policy.name}`,
     rejectIfRedisNotReady: true,
-    insuranceLimiter: memoryLimiterOf(policy),
   })
-  return reserveBlocks ? reservingRateLimiter(store) : flexibleRateLimiter(store)
+  const local = memoryLimiterOf(policy)
+
+  /** One count in Redis; a refusal past the limit is an answer, not a failure of the store. */
+  const count = (key: string, points: number): Promise<Counted> =>
+    shared.consume(key, points).then(
+      (counted) => ({ counted }),
+      (rejection: unknown) =>
+        rejection instanceof RateLimiterRes ? { refused: rejection } : Promise.reject(rejection),
+    )
+
+  const store: FlexibleLimiter = {
+    async consume(key, points = 1) {
+      let outcome: Counted
+      try {
+        outcome = await breaker.run(() => count(key, points), timeoutMs)
+      } catch (error) {
+        // The store failed (the breaker is open now) or refused the script: decide here.
+        if (whenUnavailable === 'refuse')
+          throw error instanceof StoreUnavailableError
+            ? error
+            : new StoreUnavailableError(breaker.store)
+        return local.consume(key, points)
+      }
+      if ('refused' in outcome) throw outcome.refused
+      return outcome.counted
+    },
+  }
+  return options.reserveBlocks ? reservingRateLimiter(store) : flexibleRateLimiter(store)
 }

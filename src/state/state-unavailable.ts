@@ -1,10 +1,14 @@
 // Whether an error says the Redis that holds the turn state cannot be reached
 // right now (unavailable, like a database that is down), as ioredis reports it: a
 // command given up after its retries or its deadline, a closed connection, a
-// socket error.
+// socket error; or as the state's breaker does (store-breaker.ts): the sends
+// limit refusing a send while the state is unreachable.
+import { StoreUnavailableError } from '../storage/store-breaker.ts'
+
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'])
 
 export function isStateUnavailable(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return error.store === 'state'
   if (!(error instanceof Error)) return false
   if (error.name === 'MaxRetriesPerRequestError') return true
   if (error.message === 'Connection is closed.') return true

@@ -6,6 +6,11 @@
 import { randomBytes } from 'node:crypto'
 import Redis from 'ioredis'
 import { coalesceWritesPerLoopTurn } from '../storage/redis-write-coalescing.ts'
+import {
+  createStoreBreaker,
+  STATE_DEADLINE_MS,
+  type StoreBreaker,
+} from '../storage/store-breaker.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
@@ -13,6 +18,8 @@ import { createMemoryTurnLogs } from './memory-turn-logs.ts'
 import { createRedisLeases } from './redis-leases.ts'
 import { createRedisStopChannel } from './redis-stop-channel.ts'
 import { createRedisTurnLogs } from './redis-turn-logs.ts'
+import { gateStops, gateTurnLogs } from './state-gate.ts'
+import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
 import type { TurnLogStore } from './turn-log-store.ts'
 
@@ -26,6 +33,14 @@ export interface State {
    * by whichever instance asks first, unless one is configured.
    */
   sharedSecret(name: string): Promise<string>
+  /**
+   * The state Redis's deadline and breaker (store-breaker.ts), opened by any
+   * state command that missed its deadline or lost its connection: the calls
+   * on a request's path (state-gate.ts, the rate limits) ask it first and
+   * answer at once while it is open. Absent for the in-process state, which
+   * cannot fail.
+   */
+  readonly breaker?: StoreBreaker
   /** Resolves when the state store answers (readiness); throws otherwise. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -40,13 +55,13 @@ export interface StateOptions {
   warn?: (message: string, error: unknown) => void
   /**
    * Longest one state command may wait for Redis (a frozen server answers
-   * nothing): past it the command fails, and the request is refused as unavailable.
+   * nothing): past it the command fails, and the request is refused as
+   * unavailable. STATE_DEADLINE_MS unless told otherwise.
    */
   commandTimeoutMs?: number
+  /** Told when the state's breaker opens and closes, for logs. */
+  onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
 }
-
-/** A state command's deadline unless told otherwise: generous, since logs and leases are not optional. */
-export const STATE_COMMAND_TIMEOUT_MS = 2_000
 
 export function createMemoryState(options: StateOptions): State {
   const logs = createMemoryTurnLogs({ retentionMs: options.retentionMs })
@@ -73,14 +88,26 @@ export function createMemoryState(options: StateOptions): State {
 /** Connects to the state database at `url`; fails when it does not answer. */
 export async function openRedisState(url: string, options: StateOptions): Promise<State> {
   const prefix = options.keyPrefix ?? ''
+  const timeoutMs = options.commandTimeoutMs ?? STATE_DEADLINE_MS
   const redis = new Redis(url, {
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
-    commandTimeout: options.commandTimeoutMs ?? STATE_COMMAND_TIMEOUT_MS,
+    commandTimeout: timeoutMs,
   })
   redis.on('error', () => {})
+  // Every state command opens the breaker when it misses its deadline or loses
+  // the connection; only the calls a request waits for consult it
+  // (state-gate.ts, the rate limits): a running turn's log writes and lease
+  // renewals must not fail faster than Redis does.
+  const breaker = createStoreBreaker({
+    store: 'state',
+    timeoutMs,
+    probe: () => redis.ping(),
+    onStateChange: options.onStateChange,
+  })
+  tripOnOutage(redis, breaker)
   // Commands issued in one loop turn (renewals, log batches) share a socket write.
   coalesceWritesPerLoopTurn(redis)
   try {
@@ -94,9 +121,11 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     const stops = await createRedisStopChannel({ redis, keyPrefix: prefix, report: options.warn })
     return {
       kind: 'redis',
-      logs,
+      // Calls only a request waits for are refused at once while the breaker is open.
+      logs: gateTurnLogs(logs, breaker),
       leases,
-      stops,
+      stops: gateStops(stops, breaker),
+      breaker,
       async sharedSecret(name) {
         const key = `${prefix}secret:${name}`
         await redis.set(key, randomBytes(32).toString('hex'), 'NX')
@@ -110,11 +139,24 @@ export async function openRedisState(url: string, options: StateOptions): Promis
       },
       async close() {
         await Promise.all([logs.close(), leases.close(), stops.close()])
+        breaker.close()
         redis.disconnect()
       },
     }
   } catch (error) {
+    breaker.close()
     redis.disconnect()
     throw error
+  }
+}
+
+/** Opens breaker whenever a command of redis fails because the server cannot be reached. */
+function tripOnOutage(redis: Redis, breaker: StoreBreaker): void {
+  const send = redis.sendCommand.bind(redis)
+  redis.sendCommand = (command, stream) => {
+    command.promise.catch((error: unknown) => {
+      if (isStateUnavailable(error)) breaker.trip(error)
+    })
+    return send(command, stream)
   }
 }

@@ -6,9 +6,19 @@
 // It speaks RESP2 because ioredis drops RESP3 `invalidate` pushes. Tracking
 // lives and dies with the connection: a drop is reported at once, and after a
 // reconnect tracking is set up again before connected() is said.
+//
+// A frozen server or a network that holds packets drops nothing, so the feed
+// also asks: every sync's PING has the cache's deadline (store-breaker.ts),
+// and an idle feed PINGs every heartbeatMs. A PING past its deadline means
+// changes may no longer reach this process: the feed reports itself
+// disconnected (the near tier then keeps and serves nothing), and reconnects,
+// to track again once the server answers. So no write waits on a frozen feed
+// longer than one deadline, and an instance that only serves near hits stops
+// within a heartbeat and a deadline.
 import Redis from 'ioredis'
 import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
 import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
+import { withDeadline } from './store-breaker.ts'
 
 const CHANNEL = '__redis__:invalidate'
 
@@ -19,6 +29,10 @@ export interface RedisInvalidationsOptions {
   keyPrefix?: string
   /** CLIENT SETNAME of the tracking connection, to find it in CLIENT LIST. */
   connectionName?: string
+  /** Longest a sync's PING may wait (CACHE_TIMEOUT_MS); past it the feed counts as down. Default 500. */
+  timeoutMs?: number
+  /** How often an idle feed checks that its connection still answers; 0 (the default) = never. */
+  heartbeatMs?: number
 }
 
 export function openRedisInvalidations(
@@ -26,6 +40,7 @@ export function openRedisInvalidations(
   options: RedisInvalidationsOptions,
 ): InvalidationFeed {
   const keyPrefix = options.keyPrefix ?? ''
+  const timeoutMs = options.timeoutMs ?? 500
   const redis = new Redis(url, {
     protocol: 2,
     connectionName: options.connectionName ?? 'conduit-near-cache',
@@ -75,29 +90,52 @@ export function openRedisInvalidations(
     listener?.changed(keys)
   })
 
+  /** The connection missed a deadline: changes may go unreported. Track again on a new one. */
+  function stalled() {
+    if (!tracking || closed) return
+    tracking = false
+    listener?.disconnected()
+    redis.disconnect(true)
+  }
+
+  const heartbeat =
+    (options.heartbeatMs ?? 0) > 0
+      ? setInterval(() => void sync().catch(() => {}), options.heartbeatMs)
+      : undefined
+  heartbeat?.unref?.()
+
+  async function sync(): Promise<void> {
+    if (!tracking) return
+    // Replies and messages share the connection, in order: the answer to a
+    // PING comes after every invalidation of changes made before it. The
+    // PING leaves when the loop turn ends (coalesceWritesPerLoopTurn, whose
+    // uncork was scheduled before this reset), after every sync of the turn
+    // was asked, each for a change already acknowledged: so the syncs of
+    // one loop turn share one.
+    if (turnPing === undefined) {
+      turnPing = withDeadline(() => redis.ping(), timeoutMs, 'cache').then(
+        () => {},
+        (error: unknown) => {
+          stalled()
+          throw error
+        },
+      )
+      setImmediate(() => {
+        turnPing = undefined
+      })
+    }
+    await turnPing
+  }
+
   return {
     listen(next) {
       listener = next
       if (tracking) next.connected()
     },
-    async sync() {
-      if (!tracking) return
-      // Replies and messages share the connection, in order: the answer to a
-      // PING comes after every invalidation of changes made before it. The
-      // PING leaves when the loop turn ends (coalesceWritesPerLoopTurn, whose
-      // uncork was scheduled before this reset), after every sync of the turn
-      // was asked, each for a change already acknowledged: so the syncs of
-      // one loop turn share one.
-      if (turnPing === undefined) {
-        turnPing = redis.ping().then(() => {})
-        setImmediate(() => {
-          turnPing = undefined
-        })
-      }
-      await turnPing
-    },
+    sync,
     async close() {
       closed = true
+      clearInterval(heartbeat)
       tracking = false
       listener?.disconnected()
       listener = undefined

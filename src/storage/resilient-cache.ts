@@ -1,5 +1,6 @@
-// The one way the service copes with a cache that is down, frozen or slow: a
-// decorator of any Cache with a per-command timeout and a circuit breaker.
+// How the service copes with a cache that is down, frozen or slow: a decorator
+// of any Cache that runs every command through the stores' one deadline and
+// circuit breaker (store-breaker.ts), and says what an unavailable cache means.
 //
 // - Closed (healthy): every command goes to the cache, and fails after
 //   timeoutMs at the latest.
@@ -9,9 +10,9 @@
 //   sent: reads answer as a miss (get → null, listAll → [], ttl → -2), writes
 //   and deletes do nothing, so callers run at database speed with no
 //   try/catch of their own. ping and incr fail at once (health, counters).
-// - In the background a probe pings the cache every probeIntervalMs; once it
-//   answers, the probe empties the cache (flush) and only then closes the
-//   breaker. The cache holds only copies (CONTRACT §4.7), so emptying it is
+// - In the background the breaker pings the cache every probeIntervalMs; once
+//   it answers, the cache is emptied (flush, its `recover`) and only then is
+//   the breaker closed. The cache holds only copies (CONTRACT §4.7), so emptying it is
 //   always safe, and it is what makes an outage harmless: an invalidation that
 //   could not be delivered, a write that timed out, or a server restored from
 //   an old snapshot or failed over to a replica that missed writes can never
@@ -22,27 +23,20 @@
 // Not for stores that are not copies: the counter variant's count and the
 // turn state must never be flushed, and are not wrapped.
 import type { Cache } from './cache.ts'
+import {
+  createStoreBreaker,
+  isCommandRefusal,
+  PROBE_INTERVAL_MS,
+  StoreUnavailableError,
+} from './store-breaker.ts'
 
 export interface ResilientCacheOptions {
-  /** Longest one command may take before the cache counts as unavailable. */
+  /** Longest one command may take before the cache counts as unavailable (CACHE_TIMEOUT_MS). */
   timeoutMs: number
   /** How often an open breaker asks the cache whether it answers again. */
-  probeIntervalMs: number
+  probeIntervalMs?: number
   /** Told when the breaker opens (with the failure) and closes again, for logs. */
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
-}
-
-/** The cache is not used right now (the breaker is open, or the command timed out). */
-export class CacheUnavailableError extends Error {
-  constructor(message = 'the cache is unavailable') {
-    super(message)
-    this.name = 'CacheUnavailableError'
-  }
-}
-
-/** The cache answered and refused the command: it works, the caller erred. */
-export function isCommandRefusal(error: unknown): boolean {
-  return error instanceof Error && /^(WRONGTYPE|ERR) /.test(error.message)
 }
 
 export interface ResilientCache extends Cache {
@@ -51,79 +45,39 @@ export interface ResilientCache extends Cache {
 }
 
 export function createResilientCache(inner: Cache, options: ResilientCacheOptions): ResilientCache {
-  let open = false
-  let closed = false
-  let probing: ReturnType<typeof setTimeout> | undefined
-  /** Counts failures: a probe that overlapped a new one must not close the breaker. */
-  let failures = 0
+  const breaker = createStoreBreaker({
+    store: 'cache',
+    timeoutMs: options.timeoutMs,
+    probeIntervalMs: options.probeIntervalMs ?? PROBE_INTERVAL_MS,
+    probe: () => inner.ping(),
+    // The cache holds only copies: emptied before reuse, none can be older than the database.
+    recover: () => inner.flush(),
+    isRefusal: isCommandRefusal,
+    onStateChange: options.onStateChange,
+  })
 
-  function withTimeout<T>(run: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new CacheUnavailableError(`no answer within ${options.timeoutMs} ms`)),
-        options.timeoutMs,
-      )
-      run().then(
-        (value) => {
-          clearTimeout(timer)
-          resolve(value)
-        },
-        (error) => {
-          clearTimeout(timer)
-          reject(error)
-        },
-      )
-    })
-  }
-
-  function trip(cause: unknown): void {
-    if (closed) return
-    failures++
-    if (!open) {
-      open = true
-      options.onStateChange?.('open', cause)
-    }
-    probing ??= setTimeout(probe, options.probeIntervalMs)
-  }
-
-  /** Ping, then empty the cache, then let commands through again; else try again later. */
-  async function probe(): Promise<void> {
-    const seen = failures
-    try {
-      await withTimeout(() => inner.ping())
-      await withTimeout(() => inner.flush())
-      if (seen !== failures) throw new CacheUnavailableError('it failed again meanwhile')
-      probing = undefined
-      if (closed) return
-      open = false
-      options.onStateChange?.('closed')
-    } catch {
-      probing = closed ? undefined : setTimeout(probe, options.probeIntervalMs)
-    }
-  }
-
-  inner.onConnectionLost?.(() => trip(new CacheUnavailableError('the connection was lost')))
+  inner.onConnectionLost?.(() =>
+    breaker.trip(new StoreUnavailableError('cache', 'the connection was lost')),
+  )
 
   /** Runs a command unless the breaker is open; an outage answers `whenUnavailable`. */
   async function guarded<T>(run: () => Promise<T>, whenUnavailable: () => T): Promise<T> {
-    if (open || closed) return whenUnavailable()
     try {
-      return await withTimeout(run)
+      return await breaker.run(run)
     } catch (error) {
-      if (isCommandRefusal(error)) throw error
-      trip(error)
-      return whenUnavailable()
+      if (error instanceof StoreUnavailableError) return whenUnavailable()
+      throw error
     }
   }
 
   const unavailable = (): never => {
-    throw new CacheUnavailableError()
+    throw new StoreUnavailableError('cache')
   }
 
   return {
     kind: inner.kind,
     get available() {
-      return !open && !closed
+      return breaker.available
     },
     get: (key) =>
       guarded(
@@ -187,9 +141,7 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
       ),
     ping: () => guarded(() => inner.ping(), unavailable),
     async close() {
-      closed = true
-      clearTimeout(probing)
-      probing = undefined
+      breaker.close()
       await inner.close()
     },
   }

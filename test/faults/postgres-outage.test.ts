@@ -4,7 +4,8 @@
 // of hanging, and a reply that streamed in full while its final write could
 // not reach the database is kept - the stream ends as the reply did - and
 // stored exactly so once the database answers again, on every turn-state
-// backend (in-process logs, Redis logs).
+// backend (in-process logs, Redis logs). The rate limits are at their
+// defaults, counted in the turn state's store.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import type { Db } from '../../src/storage/db.ts'
@@ -13,6 +14,7 @@ import { appBackends, openPostgresSchema, TEST_DATABASE_URL } from '../support/b
 import {
   conversationApp,
   dataOf,
+  defaultRateLimits,
   framesOf,
   get,
   newUser,
@@ -67,6 +69,7 @@ if (TEST_DATABASE_URL) {
       let direct: Db
       let proxied: Db
       let model: ReturnType<typeof gatedModel>
+      let limits: Awaited<ReturnType<typeof defaultRateLimits>>
       let t: TestApp
 
       beforeAll(async () => {
@@ -78,7 +81,9 @@ if (TEST_DATABASE_URL) {
           timeoutMs: DB_TIMEOUT_MS,
         })
         model = gatedModel()
+        limits = await defaultRateLimits(backend)
         t = await conversationApp({
+          rateLimits: limits.limits,
           backend,
           db: proxied,
           model,
@@ -92,6 +97,7 @@ if (TEST_DATABASE_URL) {
       // bun's default hook timeout.
       afterAll(async () => {
         proxy.pass()
+        await limits.close()
         await t.conversations.close()
         await proxied.close()
         await proxy.close()

@@ -4,7 +4,9 @@
 // used again within about a second of Redis answering, and no history, list
 // or context older than the database is ever served. The database and turn
 // state are embedded; only the cache is faulted (a TCP proxy to the test
-// Redis, or a private redis-server).
+// Redis, or a private redis-server). The rate limits are at their defaults.
+// (The whole default deployment, cache and state on one Redis, as server
+// processes: default-deployment.test.ts.)
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
 import { createLocalModel } from '../../src/conversation/model/local.ts'
@@ -15,6 +17,7 @@ import { embeddedBackend, resilient, TEST_REDIS_URL, uniqueName } from '../suppo
 import {
   conversationApp,
   conversationIdOf,
+  defaultRateLimits,
   get,
   newUser,
   sendAndRead,
@@ -97,6 +100,7 @@ if (TEST_REDIS_URL) {
     let cache: ResilientCache
     let direct: ReturnType<typeof createRedisCache>
     let model: ReturnType<typeof recordingModel>
+    let limits: Awaited<ReturnType<typeof defaultRateLimits>>
     let t: TestApp
 
     beforeAll(async () => {
@@ -105,9 +109,16 @@ if (TEST_REDIS_URL) {
       cache = resilient(createRedisCache(throughProxy(redisUrl, proxy), { keyPrefix: prefix }))
       direct = createRedisCache(redisUrl, { keyPrefix: prefix })
       model = recordingModel()
-      t = await conversationApp({ backend: embeddedBackend, cache, model })
+      limits = await defaultRateLimits(embeddedBackend)
+      t = await conversationApp({
+        backend: embeddedBackend,
+        cache,
+        model,
+        rateLimits: limits.limits,
+      })
     })
     afterAll(async () => {
+      await limits.close()
       await t.conversations.close()
       await cache.close()
       await direct.flush()
@@ -158,6 +169,7 @@ if (REDIS_SERVER) {
     let server: PrivateRedis
     let cache: ResilientCache
     let model: ReturnType<typeof recordingModel>
+    let limits: Awaited<ReturnType<typeof defaultRateLimits>>
     let t: TestApp
 
     beforeAll(async () => {
@@ -165,9 +177,16 @@ if (REDIS_SERVER) {
       await server.start()
       cache = resilient(createRedisCache(server.url))
       model = recordingModel()
-      t = await conversationApp({ backend: embeddedBackend, cache, model })
+      limits = await defaultRateLimits(embeddedBackend)
+      t = await conversationApp({
+        backend: embeddedBackend,
+        cache,
+        model,
+        rateLimits: limits.limits,
+      })
     })
     afterAll(async () => {
+      await limits.close()
       await t.conversations.close()
       await cache.close()
       await server.stop()

@@ -5,17 +5,24 @@
 // adapter also shares its counts between instances (separate connections) and
 // keeps limiting, per process, while Redis does not answer; taking points in
 // blocks, it allows one instance exactly the limit in a few round trips and
-// two never more than the limit in all.
+// two never more than the limit in all. (Redis frozen, dropped, killed:
+// test/faults/rate-limit-outage.test.ts.)
 import { afterAll, describe, expect, spyOn, test } from 'bun:test'
 import Redis from 'ioredis'
 import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
 import type { RateLimiter, RateLimitPolicy } from '../../src/rate-limit/rate-limiter.ts'
-import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.ts'
+import {
+  createRedisRateLimiter,
+  type RedisRateLimiterOptions,
+} from '../../src/rate-limit/redis-rate-limiter.ts'
+import { createStoreBreaker, type StoreBreaker } from '../../src/storage/store-breaker.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { freePort, sleep } from '../support/server-process.ts'
 
 const clients: Redis[] = []
+const breakers: StoreBreaker[] = []
 afterAll(async () => {
+  for (const breaker of breakers) breaker.close()
   for (const client of clients) client.disconnect()
 })
 
@@ -30,6 +37,22 @@ function redisClient(url: string): Redis {
   client.on('error', () => {})
   clients.push(client)
   return client
+}
+
+/** As the service wires a limit (dependencies.ts), through a breaker of the client's store. */
+function redisLimiter(
+  policy: RateLimitPolicy,
+  redis: Redis,
+  options: Partial<RedisRateLimiterOptions> = {},
+): RateLimiter {
+  const breaker = createStoreBreaker({ store: 'state', timeoutMs: 500, probe: () => redis.ping() })
+  breakers.push(breaker)
+  return createRedisRateLimiter(policy, {
+    redis,
+    breaker,
+    whenUnavailable: 'count-locally',
+    ...options,
+  })
 }
 
 /** Resolves once the client is connected (commands need it without an offline queue). */
@@ -53,16 +76,12 @@ if (redisUrl)
     {
       name: 'redis',
       open: async (policy, prefix) =>
-        createRedisRateLimiter(policy, {
-          redis: await connected(redisClient(redisUrl)),
-          keyPrefix: `${prefix}:`,
-        }),
+        redisLimiter(policy, await connected(redisClient(redisUrl)), { keyPrefix: `${prefix}:` }),
     },
     {
       name: 'redis, points reserved in blocks',
       open: async (policy, prefix) =>
-        createRedisRateLimiter(policy, {
-          redis: await connected(redisClient(redisUrl)),
+        redisLimiter(policy, await connected(redisClient(redisUrl)), {
           keyPrefix: `${prefix}:`,
           reserveBlocks: true,
         }),
@@ -146,11 +165,7 @@ describe.skipIf(!redisUrl)('Redis rate limiter across instances', () => {
     const redis = await connected(redisClient(redisUrl as string))
     const prefix = uniqueName('rl')
     const reserving = (name: string) =>
-      createRedisRateLimiter(policy(600), {
-        redis,
-        keyPrefix: `${prefix}:${name}:`,
-        reserveBlocks: true,
-      })
+      redisLimiter(policy(600), redis, { keyPrefix: `${prefix}:${name}:`, reserveBlocks: true })
     const commands = spyOn(redis, 'sendCommand')
     const alone = reserving('alone')
     // 100 at once, then one at a time: exactly 600 allowed, then refusals.
@@ -165,8 +180,7 @@ describe.skipIf(!redisUrl)('Redis rate limiter across instances', () => {
     commands.mockRestore()
 
     const one = reserving('shared')
-    const other = createRedisRateLimiter(policy(600), {
-      redis: await connected(redisClient(redisUrl as string)),
+    const other = redisLimiter(policy(600), await connected(redisClient(redisUrl as string)), {
       keyPrefix: `${prefix}:shared:`,
       reserveBlocks: true,
     })
@@ -184,14 +198,25 @@ describe.skipIf(!redisUrl)('Redis rate limiter across instances', () => {
     test(`while Redis does not answer, each process keeps limiting in memory, without waiting${reserveBlocks ? ' (points reserved in blocks)' : ''}`, async () => {
       // Nothing listens on this loopback port: every Redis call fails.
       const down = redisClient(`redis://127.0.0.1:${freePort()}`)
-      const limiter = createRedisRateLimiter(policy(2), {
-        redis: down,
-        keyPrefix: uniqueName('rl'),
-        reserveBlocks,
-      })
+      const limiter = redisLimiter(policy(2), down, { keyPrefix: uniqueName('rl'), reserveBlocks })
       const started = performance.now()
       const decisions = await consumeTimes(limiter, 'alice', 3)
       expect(decisions.map((decision) => decision.allowed)).toEqual([true, true, false])
       expect(performance.now() - started).toBeLessThan(2_000)
     })
+
+  test('while Redis does not answer, a limit that refuses then throws the state as unavailable, without waiting', async () => {
+    const down = redisClient(`redis://127.0.0.1:${freePort()}`)
+    const limiter = redisLimiter(policy(2), down, {
+      keyPrefix: uniqueName('rl'),
+      whenUnavailable: 'refuse',
+    })
+    const started = performance.now()
+    for (let i = 0; i < 3; i++)
+      await expect(limiter.consume('alice')).rejects.toMatchObject({
+        name: 'StoreUnavailableError',
+        store: 'state',
+      })
+    expect(performance.now() - started).toBeLessThan(2_000)
+  })
 })

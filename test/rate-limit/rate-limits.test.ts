@@ -33,17 +33,28 @@ async function limitsFor(
     points,
     windowSeconds: 60,
   })
-  if (backend.name === 'real' && TEST_REDIS_URL) {
+  const { breaker } = await backend.state()
+  if (backend.name === 'real' && TEST_REDIS_URL && breaker) {
     const redis = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false })
     clients.push(redis)
     // Until it is connected the limiter counts in memory (its fallback); these tests count in Redis.
     await new Promise((resolve) => redis.once('ready', resolve))
     const keyPrefix = `${uniqueName('rl')}:`
+    // As the service wires it (dependencies.ts): through the state's breaker,
+    // the requests limit taking points in blocks and counting locally while
+    // Redis is unavailable, sends refused then.
     return {
-      sends: createRedisRateLimiter(policy('sends', sends), { redis, keyPrefix }),
-      // As the service wires it (dependencies.ts): the requests limit takes points in blocks.
+      sends: createRedisRateLimiter(policy('sends', sends), {
+        redis,
+        breaker,
+        whenUnavailable: 'refuse',
+        keyPrefix,
+      }),
       requests: createRedisRateLimiter(policy('requests', requests), {
         redis,
+        breaker,
+        timeoutMs: 500,
+        whenUnavailable: 'count-locally',
         keyPrefix,
         reserveBlocks: true,
       }),

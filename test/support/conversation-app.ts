@@ -6,14 +6,14 @@ import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import type { ConversationObserver } from '../../src/conversation/observer.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
-import { openModels } from '../../src/dependencies.ts'
+import { openModels, openRateLimits } from '../../src/dependencies.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { ConversationLeases } from '../../src/state/conversation-leases.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db, Queryable } from '../../src/storage/db.ts'
-import { type AppBackend, uniqueName } from './backends.ts'
+import { type AppBackend, TEST_REDIS_URL, uniqueName } from './backends.ts'
 
 export interface TestAppOptions {
   /** The storage to run on (see appBackends()). */
@@ -69,6 +69,29 @@ export async function conversationApp(options: TestAppOptions) {
 }
 
 export type TestApp = Awaited<ReturnType<typeof conversationApp>>
+
+/**
+ * The rate limits of a default deployment (RATE_LIMIT_* unset) on this
+ * backend, opened as dependencies.ts opens them: counted in the backend's
+ * state Redis through the state's breaker (real), or in process (embedded).
+ * close() disconnects their client.
+ */
+export async function defaultRateLimits(backend: AppBackend) {
+  const state = await backend.state()
+  const real = backend.name === 'real' && TEST_REDIS_URL !== undefined
+  const config = loadConfig(real ? { REDIS_STATE_URL: TEST_REDIS_URL as string } : {})
+  const closers: (() => Promise<void> | void)[] = []
+  const limits = await openRateLimits(config, (close) => closers.push(close), {
+    breaker: state.breaker,
+    keyPrefix: `${uniqueName('limits')}:`,
+  })
+  return {
+    limits,
+    async close() {
+      for (const close of closers) await close()
+    },
+  }
+}
 
 export const newUser = () => uniqueName('user')
 

@@ -1,6 +1,6 @@
 // A TCP proxy on loopback that tests put between the service and a real
 // Redis or Postgres, to inject faults the way a network or a server fails:
-// - pass:   bytes flow both ways (after `delayMs`, if set);
+// - pass:   bytes flow both ways (after `delayMs`, if set, in order);
 // - freeze: connections stay open but nothing flows either way, as with a
 //           server stopped by SIGSTOP or a network that blackholes packets;
 //           what was held flows again, in order, on pass();
@@ -27,6 +27,8 @@ interface Pipe {
   client: Socket
   upstream: Socket
   held: { to: Socket; chunk: Buffer }[]
+  /** Per direction, the delayed writes still pending: later chunks queue behind them. */
+  late: Map<Socket, Promise<void>>
 }
 
 /** Starts a proxy to target (host:port) on a free loopback port. */
@@ -36,13 +38,32 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   let accepted = 0
   const pipes = new Set<Pipe>()
 
+  /**
+   * Writes chunk to `to` after the current delay, never before a chunk that
+   * came earlier (a TCP stream delays, it does not reorder).
+   */
+  const deliver = (pipe: Pipe, to: Socket, chunk: Buffer) => {
+    const previous = pipe.late.get(to)
+    if (delayMs === 0 && previous === undefined) {
+      to.write(chunk)
+      return
+    }
+    const at = Date.now() + delayMs
+    const written: Promise<void> = (previous ?? Promise.resolve())
+      .then(() => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now()))))
+      .then(() => {
+        if (!to.destroyed) to.write(chunk)
+        if (pipe.late.get(to) === written) pipe.late.delete(to)
+      })
+    pipe.late.set(to, written)
+  }
+
   const forward = (pipe: Pipe, to: Socket, chunk: Buffer) => {
     if (mode === 'freeze' || pipe.held.length > 0) {
       pipe.held.push({ to, chunk })
       return
     }
-    if (delayMs === 0) to.write(chunk)
-    else setTimeout(() => to.destroyed || to.write(chunk), delayMs)
+    deliver(pipe, to, chunk)
   }
 
   const cut = (pipe: Pipe) => {
@@ -58,7 +79,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       return
     }
     const upstream = connect(target.port, target.host)
-    const pipe: Pipe = { client, upstream, held: [] }
+    const pipe: Pipe = { client, upstream, held: [], late: new Map() }
     pipes.add(pipe)
     client.on('data', (chunk: Buffer) => forward(pipe, upstream, chunk))
     upstream.on('data', (chunk: Buffer) => forward(pipe, client, chunk))
@@ -82,7 +103,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     pass() {
       mode = 'pass'
       for (const pipe of pipes) {
-        for (const { to, chunk } of pipe.held.splice(0)) to.write(chunk)
+        for (const { to, chunk } of pipe.held.splice(0)) deliver(pipe, to, chunk)
       }
     },
     freeze() {

@@ -1,0 +1,167 @@
+// The one policy for a Redis that is slow or gone, whatever it holds: the
+// cache (resilient-cache.ts), the turn state (state.ts) and the rate limits'
+// counts (redis-rate-limiter.ts). Every call on a request's path has a
+// deadline, and once a store missed one, nothing on a request's path asks it
+// again until it answers:
+//
+// - Closed (healthy): every command goes to the store, and fails after its
+//   deadline at the latest with a StoreUnavailableError.
+// - Any failure that is not the store refusing the command (WRONGTYPE, ERR) -
+//   a missed deadline, a lost connection, LOADING, READONLY - opens the
+//   breaker, and so does trip() (an adapter reporting a lost connection). While
+//   open, run() fails at once: the caller decides in the process what an
+//   unavailable store means (the cache: a miss; the requests limit: count
+//   locally; a send: 503), and nobody waits for a frozen server.
+// - In the background a probe asks the store every probeIntervalMs; once it
+//   answers (and `recover` ran: the cache is emptied first), the breaker
+//   closes. A failure while the probe ran makes it try again later.
+//
+// The deadlines themselves: an optional check (the cache's copies, the
+// requests limit's count) gets CACHE_TIMEOUT_MS, 500 ms by default; state a
+// request cannot do without (turn logs, leases, the sends limit) gets
+// STATE_DEADLINE_MS. So a read waits at most about one short deadline per
+// store, and a send is answered, or refused with 503, within about 2 s.
+
+/** Deadline of a state command (logs, leases, the sends limit): generous, since they are not optional. */
+export const STATE_DEADLINE_MS = 2_000
+/** How often an open breaker asks its store whether it answers again. */
+export const PROBE_INTERVAL_MS = 200
+
+/** What a store holds, named in errors and logs. */
+export type StoreName = 'cache' | 'state'
+
+/** The store is not used right now: its breaker is open, or it missed a deadline. */
+export class StoreUnavailableError extends Error {
+  constructor(
+    readonly store: StoreName,
+    message = `the ${store} store is unavailable`,
+  ) {
+    super(message)
+    this.name = 'StoreUnavailableError'
+  }
+}
+
+/** The store answered and refused the command: it works, the caller erred. */
+export function isCommandRefusal(error: unknown): boolean {
+  return error instanceof Error && /^(WRONGTYPE|ERR) /.test(error.message)
+}
+
+/** run(), failing with a StoreUnavailableError after ms if it has not settled by then. */
+export function withDeadline<T>(run: () => Promise<T>, ms: number, store: StoreName): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new StoreUnavailableError(store, `the ${store} store gave no answer within ${ms} ms`),
+        ),
+      ms,
+    )
+    run().then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+export interface StoreBreakerOptions {
+  store: StoreName
+  /** Longest one command may take before the store counts as unavailable. */
+  timeoutMs: number
+  /** How often an open breaker probes the store (PROBE_INTERVAL_MS). */
+  probeIntervalMs?: number
+  /** Resolves when the store answers (a PING); each try has the deadline. */
+  probe: () => Promise<unknown>
+  /** Runs after a probe answered and before commands go through again (the cache: empty it). */
+  recover?: () => Promise<unknown>
+  /** The store answered and refused: the caller's error, not an outage (isCommandRefusal). */
+  isRefusal?: (error: unknown) => boolean
+  /** Told when the breaker opens (with the failure) and closes again, for logs. */
+  onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
+}
+
+export interface StoreBreaker {
+  readonly store: StoreName
+  /** True while commands are sent to the store. */
+  readonly available: boolean
+  /**
+   * Runs a command with the deadline (timeoutMs, or the breaker's own), unless
+   * the breaker is open: then, or when it fails as an outage, it rejects with a
+   * StoreUnavailableError and the breaker is (or stays) open. A refusal is
+   * passed on as it is.
+   */
+  run<T>(command: () => Promise<T>, timeoutMs?: number): Promise<T>
+  /** Opens the breaker (a lost connection, a missed deadline seen elsewhere). */
+  trip(cause: unknown): void
+  /** Stops probing; from now on run() always fails. */
+  close(): void
+}
+
+export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
+  const { store, timeoutMs } = options
+  const probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS
+  const isRefusal = options.isRefusal ?? isCommandRefusal
+  let open = false
+  let closed = false
+  let probing: ReturnType<typeof setTimeout> | undefined
+  /** Counts failures: a probe that overlapped a new one must not close the breaker. */
+  let failures = 0
+
+  function trip(cause: unknown): void {
+    if (closed) return
+    failures++
+    if (!open) {
+      open = true
+      options.onStateChange?.('open', cause)
+    }
+    probing ??= setTimeout(probe, probeIntervalMs)
+  }
+
+  /** Ask, recover, then let commands through again; else try again later. */
+  async function probe(): Promise<void> {
+    const seen = failures
+    try {
+      await withDeadline(options.probe, timeoutMs, store)
+      if (options.recover) await withDeadline(options.recover, timeoutMs, store)
+      if (seen !== failures) throw new StoreUnavailableError(store, 'it failed again meanwhile')
+      probing = undefined
+      if (closed) return
+      open = false
+      options.onStateChange?.('closed')
+    } catch {
+      probing = closed ? undefined : setTimeout(probe, probeIntervalMs)
+    }
+  }
+
+  return {
+    store,
+    get available() {
+      return !open && !closed
+    },
+    async run(command, ms = timeoutMs) {
+      if (open || closed) throw new StoreUnavailableError(store)
+      try {
+        return await withDeadline(command, ms, store)
+      } catch (error) {
+        if (isRefusal(error)) throw error
+        trip(error)
+        throw error instanceof StoreUnavailableError
+          ? error
+          : new StoreUnavailableError(store, `the ${store} store failed: ${messageOf(error)}`)
+      }
+    },
+    trip,
+    close() {
+      closed = true
+      clearTimeout(probing)
+      probing = undefined
+    },
+  }
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
