@@ -3,7 +3,6 @@
 // rate-limit clients. The database and cache are wrapped to report to the
 // metrics, and everything that reports problems reports them to the logger.
 import { resolve } from 'node:path'
-import Redis from 'ioredis'
 import type { AppDeps } from './app.ts'
 import type { Config } from './config.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/cache-keys.ts'
@@ -33,8 +32,8 @@ import { createPgliteDb } from './storage/pglite.ts'
 import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { type RedisClient, redisConnector } from './storage/redis-connections.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
-import { coalesceWritesPerLoopTurn } from './storage/redis-write-coalescing.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 
 export interface Dependencies extends AppDeps {
@@ -61,17 +60,29 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
 const CACHE_PROBE_INTERVAL_MS = 200
 
 /**
- * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
- * emptied before reuse after an outage), or the in-process cache, which
- * cannot fail. With `near`, history and list reads are answered from a
- * coherent near cache in front of it (NEAR_CACHE_MAX_BYTES, 0 = off).
+ * Whether history and list reads get a near cache: with a Redis cache, not
+ * switched off (NEAR_CACHE_MAX_BYTES=0), and not on a Cluster, where Redis
+ * tracks keys per node and this client follows one primary only.
+ */
+export function nearCacheMode(config: Config): 'on' | 'off' | 'off on Redis Cluster' {
+  if (!config.cacheRedis || config.nearCacheMaxBytes === 0) return 'off'
+  return config.cacheRedis.kind === 'cluster' ? 'off on Redis Cluster' : 'on'
+}
+
+/**
+ * The cache of REDIS_URL (or Sentinel, or Cluster) behind the resilient
+ * decorator (timeout, breaker, emptied before reuse after an outage), or the
+ * in-process cache, which cannot fail. With `near`, history and list reads
+ * are answered from a coherent near cache in front of it (nearCacheMode).
  */
 export function openCache(
   config: Config,
   { log, near = false }: { log?: Logger; near?: boolean } = {},
 ): Cache {
-  if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
-  const shared = createResilientCache(createRedisCache(config.redisUrl), {
+  if (!config.cacheRedis) return createMemoryCache()
+  const connector = redisConnector(config.cacheRedis)
+  const keyPrefix = config.redisCachePrefix
+  const shared = createResilientCache(createRedisCache(connector, { keyPrefix }), {
     timeoutMs: config.cacheTimeoutMs,
     probeIntervalMs: CACHE_PROBE_INTERVAL_MS,
     onStateChange: (state, cause) =>
@@ -79,24 +90,30 @@ export function openCache(
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
         : log?.info('cache answers again; emptied it and using it again'),
   })
-  if (!near || config.nearCacheMaxBytes === 0) return shared
+  if (!near || nearCacheMode(config) !== 'on') return shared
   return createNearCache(
     shared,
-    openRedisInvalidations(config.redisUrl, { prefixes: NEAR_CACHED_PREFIXES }),
+    openRedisInvalidations(connector, { prefixes: NEAR_CACHED_PREFIXES, keyPrefix }),
     { maxBytes: config.nearCacheMaxBytes, isNear: isNearCached },
   )
 }
 
 /** The counter variant's store: state, not a copy, so never the resilient cache (it flushes). */
 function openCounterStore(config: Config): Cache {
-  return config.redisStateUrl ? createRedisCache(config.redisStateUrl) : createMemoryCache()
+  return config.stateRedis
+    ? createRedisCache(redisConnector(config.stateRedis), { keyPrefix: config.redisStatePrefix })
+    : createMemoryCache()
 }
 
-/** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
+/** Turn state: in Redis when there is one for it (see Config.stateRedis), else in process. */
 export function openState(config: Config, log?: Logger): Promise<State> {
-  const options = { retentionMs: config.resumeRetentionMs, warn: log && warnTo(log) }
-  return config.redisStateUrl
-    ? openRedisState(config.redisStateUrl, options)
+  const options = {
+    retentionMs: config.resumeRetentionMs,
+    keyPrefix: config.redisStatePrefix,
+    warn: log && warnTo(log),
+  }
+  return config.stateRedis
+    ? openRedisState(redisConnector(config.stateRedis), options)
     : Promise.resolve(createMemoryState(options))
 }
 
@@ -123,17 +140,17 @@ export async function openRateLimits(
 ): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
-  let redis: Redis | undefined
-  if (config.redisStateUrl) {
-    const client = new Redis(config.redisStateUrl, {
+  let redis: RedisClient | undefined
+  if (config.stateRedis) {
+    const client = redisConnector(config.stateRedis).connect({
       // Fail at once while Redis is down: the limiter then counts in memory.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+      coalesceWrites: true,
     })
     client.on('error', () => {})
-    coalesceWritesPerLoopTurn(client)
     onClose(() => client.disconnect())
     // Until connected it would count in memory; the state store answered a moment ago.
     await connectedWithin(client, 2_000)
@@ -145,7 +162,7 @@ export async function openRateLimits(
     if (points === 0) return undefined
     const policy: RateLimitPolicy = { name, points, windowSeconds }
     return redis
-      ? createRedisRateLimiter(policy, { redis, reserveBlocks })
+      ? createRedisRateLimiter(policy, { redis, keyPrefix: config.redisStatePrefix, reserveBlocks })
       : createMemoryRateLimiter(policy)
   }
   return {
@@ -155,7 +172,7 @@ export async function openRateLimits(
 }
 
 /** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
-function connectedWithin(client: Redis, ms: number): Promise<void> {
+function connectedWithin(client: RedisClient, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms)
     client.once('ready', () => {

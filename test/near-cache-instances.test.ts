@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { historyKey, listKey } from '../src/conversation/cache-keys.ts'
 import { encodeList, listOf } from '../src/conversation/list-cache.ts'
+import { cacheRedisKey, DEFAULT_CACHE_PREFIX } from '../src/state/keyspace.ts'
 import type { Db } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
@@ -39,6 +40,9 @@ interface ListPage {
   items: { id: string; last_message: string }[]
   total: number
 }
+
+/** A cache key's name in Redis, under the service's default cache prefix. */
+const inRedis = (key: string) => cacheRedisKey(DEFAULT_CACHE_PREFIX, key)
 
 describe.skipIf(skipReason !== undefined)('near cache across two instances', () => {
   let schema: string
@@ -136,13 +140,13 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     // The cached form: the owner, then the body (reads.ts).
     const planted: History = { conversation_id: conversationId, messages: [] }
     await raw.set(
-      historyKey(conversationId),
+      inRedis(historyKey(conversationId)),
       `{"owner":${JSON.stringify(userId)},"body":${JSON.stringify(planted)}}`,
       'EX',
       600,
     )
     expect(await history(a, userId, conversationId)).toEqual(planted)
-    await raw.del(historyKey(conversationId))
+    await raw.del(inRedis(historyKey(conversationId)))
     expect((await history(a, userId, conversationId)).messages).toHaveLength(2)
   }, 30_000)
 
@@ -152,7 +156,7 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     // a keeps a planted list near...
     await list(a, userId)
     const planted = encodeList(listOf([]))
-    await raw.set(listKey(userId), planted, 'EX', 600)
+    await raw.set(inRedis(listKey(userId)), planted, 'EX', 600)
     expect((await list(a, userId)).total).toBe(0)
     expect((await list(a, userId)).total).toBe(0)
     // ...until b flushes the cache: a then reads the database again.

@@ -5,8 +5,9 @@
 // Redis does not answer, each process counts on its own in memory (the
 // library's insurance limiter), so a Redis outage neither blocks every
 // request nor lifts the limit.
-import type Redis from 'ioredis'
 import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { rateLimitKey, rateLimitPrefix } from '../state/keyspace.ts'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { memoryLimiterOf } from './memory-rate-limiter.ts'
 import { flexibleRateLimiter, type RateLimiter, type RateLimitPolicy } from './rate-limiter.ts'
 import { reservingRateLimiter } from './reserving-rate-limiter.ts'
@@ -16,8 +17,8 @@ export interface RedisRateLimiterOptions {
    * A client made with `enableOfflineQueue: false`, so a call while Redis is
    * down fails at once and the in-memory fallback answers.
    */
-  redis: Redis
-  /** Prepended to every key (tests run side by side on one Redis). */
+  redis: RedisClient
+  /** The state's role prefix (REDIS_STATE_PREFIX; tests use a random one). */
   keyPrefix?: string
   /**
    * Take points from Redis in blocks and spend them in the process
@@ -36,9 +37,13 @@ export function createRedisRateLimiter(
     storeClient: redis,
     points: policy.points,
     duration: policy.windowSeconds,
-    keyPrefix: `${keyPrefix}ratelimit:${policy.name}`,
+    keyPrefix: rateLimitPrefix(keyPrefix, policy.name),
     rejectIfRedisNotReady: true,
     insuranceLimiter: memoryLimiterOf(policy),
   })
-  return reserveBlocks ? reservingRateLimiter(store) : flexibleRateLimiter(store)
+  // The user's id as the key's hash tag (keyspace.ts).
+  const tagged = {
+    consume: (key: string, points?: number) => store.consume(rateLimitKey(key), points),
+  }
+  return reserveBlocks ? reservingRateLimiter(tagged) : flexibleRateLimiter(tagged)
 }

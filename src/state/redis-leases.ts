@@ -7,9 +7,10 @@
 // out as one script call. Tokens come from the Redis
 // clock in microseconds, bumped past one `fence:last` key, so they increase
 // across conversations, instances, and a wiped or restarted store.
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { redisScript } from '../storage/redis-script.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
+import { leaseKeys } from './keyspace.ts'
 
 // Redis >= 5 replicates script effects, not scripts, so TIME followed by a
 // write is allowed without redis.replicate_commands() (a no-op on Redis 7).
@@ -57,7 +58,7 @@ return 0`)
 
 export interface RedisLeasesOptions {
   /** A client connected to the state database; it stays the caller's to close. */
-  redis: Redis
+  redis: RedisClient
   /** Prepended to every key (`lease:<conversation>`, `fence:last`); tests use a random one. */
   keyPrefix?: string
 }
@@ -72,7 +73,7 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   const { redis } = options
   const prefix = options.keyPrefix ?? ''
   const fenceKey = `${prefix}fence:last`
-  const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
+  const leaseKey = (conversationId: string) => leaseKeys(prefix, conversationId).lease
   /** Renewals of this tick, by ttl. */
   let queued = new Map<number, Renewal[]>()
 

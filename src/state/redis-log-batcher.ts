@@ -5,7 +5,7 @@
 // not one per log or per item, and the writes of one log stay in call order
 // (one queue, batches in series, a log's writes in queue order inside one
 // script call).
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { isNoScript } from '../storage/redis-script.ts'
 import { type TurnLogKeys, turnLogError, WRITE_SCRIPT } from './redis-turn-log-scripts.ts'
 
@@ -51,7 +51,7 @@ export class RedisLogBatcher {
   private scheduled = false
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** The sorted set of unfinished logs (redis-turn-log-scripts.ts). */
     private readonly unfinishedKey: string,
     private readonly ttl: { openMs: number; retentionMs: number },

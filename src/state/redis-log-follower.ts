@@ -6,7 +6,7 @@
 // connection so the next XREAD includes it. A log that disappears (removed,
 // expired) is noticed by a check of the meta keys at most every blockMs, since
 // a blocked XREAD does not return when its key is deleted.
-import type Redis from 'ioredis'
+import { duplicateClient, type RedisClient } from '../storage/redis-connections.ts'
 import { compareEntryIds, type TurnLogKeys } from './redis-turn-log-scripts.ts'
 
 export interface StreamEntry {
@@ -46,7 +46,7 @@ const paceMs = (logs: number) => Math.min(100, 5 + logs / 100)
 
 export class RedisLogFollower {
   private readonly watches = new Map<string, Watch>()
-  private connection: Redis | undefined
+  private connection: RedisClient | undefined
   private running = false
   private closed = false
   /** CLIENT ID of the blocking connection while its XREAD is pending. */
@@ -57,7 +57,7 @@ export class RedisLogFollower {
   private lastCheck = Date.now()
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly blockMs: number,
   ) {}
 
@@ -104,10 +104,10 @@ export class RedisLogFollower {
     this.connection?.disconnect()
   }
 
-  private blocking(): Redis {
+  private blocking(): RedisClient {
     if (!this.connection) {
       // XREAD BLOCK waits on purpose: no command deadline on this connection.
-      this.connection = this.redis.duplicate({ commandTimeout: undefined })
+      this.connection = duplicateClient(this.redis, { commandTimeout: undefined })
       // Errors surface on the XREAD; without a listener ioredis logs each one.
       this.connection.on('error', () => {})
     }

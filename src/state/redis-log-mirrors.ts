@@ -7,7 +7,7 @@
 // (seen by a periodic check of idle mirrors that readers wait on), or nobody
 // wrote to it for openTtlMs. A mirror whose log was removed or expired
 // elsewhere ends its readers.
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { LocalTurnLog } from './local-turn-log.ts'
 import type { BatchHooks } from './redis-log-batcher.ts'
 import type { TurnLogKeys } from './redis-turn-log-scripts.ts'
@@ -19,7 +19,7 @@ export class RedisLogMirrors implements BatchHooks {
   private closed = false
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: (messageId: string) => TurnLogKeys,
     private readonly openTtlMs: number,
     private readonly checkEveryMs: number,

@@ -4,7 +4,8 @@
 // channel instance holds one subscriber connection (a duplicate of it), however
 // many listeners it has. Messages that are not a well-formed request are
 // dropped: another version, or anyone with access, may publish on the channel.
-import type Redis from 'ioredis'
+import { duplicateClient, type RedisClient } from '../storage/redis-connections.ts'
+import { stopChannel } from './keyspace.ts'
 import {
   deliver,
   type ListenerErrorReport,
@@ -14,7 +15,7 @@ import {
 
 export interface RedisStopChannelOptions {
   /** A connected client; it publishes, stays the caller's and is never closed here. */
-  redis: Redis
+  redis: RedisClient
   /** Prepended to the channel name; tests use a random one. */
   keyPrefix?: string
   /** Told when a listener throws. */
@@ -29,11 +30,11 @@ export async function createRedisStopChannel(
   options: RedisStopChannelOptions,
 ): Promise<StopChannel> {
   const { redis } = options
-  const channel = `${options.keyPrefix ?? ''}stop`
+  const channel = stopChannel(options.keyPrefix ?? '')
   const listeners = new Set<(request: StopRequest) => void>()
   let closed = false
 
-  const subscriber = redis.duplicate()
+  const subscriber = duplicateClient(redis)
   // ioredis reconnects and resubscribes by itself; without a listener it logs each error.
   subscriber.on('error', () => {})
   subscriber.on('message', (from: string, message: string) => {

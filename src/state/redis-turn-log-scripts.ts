@@ -1,18 +1,20 @@
-// Key names, stream entry ids and Lua scripts of the Redis TurnLogStore
-// (redis-turn-logs.ts). Every write to a log runs in a script, so the fence
-// check, the continuation check and the write are atomic. The writes of a
-// batch, to many logs, run as one script call: the store needs one Redis
-// server (or primary), not a Cluster, whose scripts must stay in one slot.
+// Entry ids and Lua scripts of the Redis TurnLogStore (redis-turn-logs.ts).
+// Every write to a log runs in a script, so the fence check, the continuation
+// check and the write are atomic. The writes of a batch, to many logs, run as
+// one script call per slot: on one server (or primary) all of them, on a
+// Cluster, whose scripts must stay in one slot, those of each slot.
 //
-// Keys:
-//   <prefix>{<messageId>}       stream: the items, then an end entry
-//   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length,
+// Keys (names: keyspace.ts):
+//   turnlog:{<messageId>}       stream: the items, then an end entry
+//   turnlog:{<messageId>}:meta  hash: conversationId, userId, fence, length,
 //                               finished, renewAt (when the open expiry is next
 //                               renewed; absent until the stream exists)
-//   <prefix>unfinished          sorted set: the message ids of logs not
+//   turnlog:unfinished          sorted set: the message ids of logs not
 //                               finished, scored by when they were opened (ms);
-//                               a log that expired or was removed while open
-//                               stays until the store's unfinished() sees it gone
+//                               on a Cluster one per slot, with the logs of
+//                               that slot. A log that expired or was removed
+//                               while open stays until the store's
+//                               unfinished() sees it gone
 // The meta hash exists exactly as long as the log does; the stream only once
 // something was written. Both always carry the same expiry.
 //
@@ -23,15 +25,11 @@
 import { redisScript } from '../storage/redis-script.ts'
 import { TurnLogFencedError, TurnLogMissingError } from './turn-log-store.ts'
 
+export { turnLogKeys, unfinishedKey } from './keyspace.ts'
+
 export interface TurnLogKeys {
   stream: string
   meta: string
-}
-
-/** The two keys of a log. */
-export function turnLogKeys(prefix: string, messageId: string): TurnLogKeys {
-  const stream = `${prefix}{${messageId}}`
-  return { stream, meta: `${stream}:meta` }
 }
 
 /** The id after which reading from item `offset` starts. */
@@ -55,9 +53,6 @@ const FENCED = 'TURNLOG_FENCED'
 const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
-
-/** The sorted set of unfinished logs. */
-export const unfinishedKey = (prefix: string) => `${prefix}unfinished`
 
 /**
  * KEYS: meta, stream, unfinished. ARGV: conversationId, userId, openTtlMs,

@@ -19,7 +19,7 @@
 //
 // The client must speak RESP2-shaped replies (ioredis' default) and carry no
 // ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'
@@ -35,7 +35,7 @@ import type { TurnLogIdentity, TurnLogInfo, TurnLogStore } from './turn-log-stor
 
 export interface RedisTurnLogsOptions {
   /** An ioredis client connected to the state database; the caller closes it. */
-  redis: Redis
+  redis: RedisClient
   /** Prepended to every key; default `turnlog:`. */
   keyPrefix?: string
   /** How long a finished log stays readable. */

@@ -1,12 +1,13 @@
 // The state of turns that is not a copy of anything (CONTRACT §13): turn logs,
 // leases, stop requests, and the counter variant's count. It lives apart from
 // the cache, so `DELETE /cache` and a cache flush never reach it: in-process
-// for the embedded defaults, or a Redis database of its own (REDIS_STATE_URL,
-// by default the cache server's next database number).
+// for the embedded defaults, or in Redis under a role prefix of its own
+// (REDIS_STATE_PREFIX; on REDIS_URL's database unless REDIS_STATE_URL names
+// another, or on a Sentinel-managed primary or a Cluster).
 import { randomBytes } from 'node:crypto'
-import Redis from 'ioredis'
-import { coalesceWritesPerLoopTurn } from '../storage/redis-write-coalescing.ts'
+import { type RedisConnector, redisConnector } from '../storage/redis-connections.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
+import { secretKey } from './keyspace.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
 import { createMemoryTurnLogs } from './memory-turn-logs.ts'
@@ -34,7 +35,7 @@ export interface State {
 export interface StateOptions {
   /** How long a finished turn's stream stays resumable. */
   retentionMs: number
-  /** Prepended to every key and channel (tests run side by side on one Redis). */
+  /** The role prefix of every key and channel (REDIS_STATE_PREFIX; tests use a random one). */
   keyPrefix?: string
   /** Told of failures nobody waits for (a stop listener that throws). */
   warn?: (message: string, error: unknown) => void
@@ -70,19 +71,23 @@ export function createMemoryState(options: StateOptions): State {
   }
 }
 
-/** Connects to the state database at `url`; fails when it does not answer. */
-export async function openRedisState(url: string, options: StateOptions): Promise<State> {
+/** Connects to the state's Redis (a redis:// URL, or any deployment); fails when it does not answer. */
+export async function openRedisState(
+  target: string | RedisConnector,
+  options: StateOptions,
+): Promise<State> {
   const prefix = options.keyPrefix ?? ''
-  const redis = new Redis(url, {
+  const connector = typeof target === 'string' ? redisConnector(target) : target
+  const redis = connector.connect({
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
     commandTimeout: options.commandTimeoutMs ?? STATE_COMMAND_TIMEOUT_MS,
+    // Commands issued in one loop turn (renewals, log batches) share a socket write.
+    coalesceWrites: true,
   })
   redis.on('error', () => {})
-  // Commands issued in one loop turn (renewals, log batches) share a socket write.
-  coalesceWritesPerLoopTurn(redis)
   try {
     await redis.ping()
     const logs = createRedisTurnLogs({
@@ -98,7 +103,7 @@ export async function openRedisState(url: string, options: StateOptions): Promis
       leases,
       stops,
       async sharedSecret(name) {
-        const key = `${prefix}secret:${name}`
+        const key = secretKey(prefix, name)
         await redis.set(key, randomBytes(32).toString('hex'), 'NX')
         const secret = await redis.get(key)
         if (secret === null)
