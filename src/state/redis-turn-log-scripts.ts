@@ -53,6 +53,7 @@ const FENCED = 'TURNLOG_FENCED'
 const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
+const GAP = 'TURNLOG_GAP'
 
 /**
  * KEYS: meta, stream, unfinished. ARGV: conversationId, userId, openTtlMs,
@@ -76,23 +77,29 @@ return 1`)
 
 /**
  * Writes to any number of logs in one call: the log batcher sends one per
- * batch, so a batch costs one script call however many logs it touches.
+ * batch (per slot, on a Cluster), so a batch costs one script call however
+ * many logs it touches.
  * KEYS: the unfinished set, then meta and stream of each write, in pairs.
  * ARGV: nowMs, openTtlMs, retentionMs, then per write: kind (`a` append, `f`
- * finish), fence, item count, the items (for a finish, one: the message id,
- * taken off the unfinished set). Returns one reply per write, in order: for an append the
- * offset of its first item, for a finish the log's length, or an error code
- * (a string) when the fence check, the state or the stream refuses it; one
- * refused write changes nothing and leaves the others be.
+ * finish), fence, item count, start (the offset an append's first item takes,
+ * or -1: at the end), the items (for a finish, one: the message id, taken off
+ * the unfinished set). Returns one reply per write, in order: for an append
+ * the offset of its first item, for a finish the log's length, or an error
+ * code (a string) when the fence check, the state or the stream refuses it;
+ * one refused write changes nothing and leaves the others be.
  *
  * An append checks the fence and the state with one HMGET and adds its items
  * at the meta's `length`: XADD itself refuses an id at or below the stream's
- * last, so a stream ahead of its meta is caught without reading it. The open
- * expiry is renewed on both keys only when the meta's `renewAt` has passed
- * (half the open expiry after the last renewal; a log opened without items
- * has none, so the append that creates its stream renews): an open log expires between half and
- * all of openTtlMs after its last append. A finish adds the end entry and sets
- * the retention expiry; finishing a finished log changes nothing.
+ * last, so a stream ahead of its meta is caught without reading it. An append
+ * with a start is sent again after a failure whose outcome was unknown: a log
+ * already past its items means it landed then (it answers its start and
+ * writes nothing); a log short of its start lost acknowledged writes (GAP).
+ * The open expiry is renewed on both keys only when the meta's `renewAt` has
+ * passed (half the open expiry after the last renewal; a log opened without
+ * items has none, so the append that creates its stream renews): an open log
+ * expires between half and all of openTtlMs after its last append. A finish
+ * adds the end entry and sets the retention expiry; finishing a finished log
+ * changes nothing.
  */
 export const WRITE_SCRIPT = redisScript(`
 local now = tonumber(ARGV[1])
@@ -102,7 +109,8 @@ local replies = {}
 for k = 2, #KEYS, 2 do
   local meta, stream = KEYS[k], KEYS[k + 1]
   local kind, fence, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local first = a + 3
+  local start = tonumber(ARGV[a + 3])
+  local first = a + 4
   a = first + count
   local reply
   local m = redis.call('HMGET', meta, 'fence', 'length', 'finished', 'renewAt')
@@ -117,8 +125,10 @@ for k = 2, #KEYS, 2 do
       redis.call('PEXPIRE', stream, ARGV[3])
     end
     redis.call('ZREM', KEYS[1], ARGV[first])
+  elseif start >= 0 and count > 0 and tonumber(m[2]) >= start + count then reply = start
   elseif m[3] == '1' then reply = '${FINISHED}'
   elseif count == 0 then reply = tonumber(m[2])
+  elseif start >= 0 and tonumber(m[2]) ~= start then reply = '${GAP}'
   else
     local n = tonumber(m[2])
     reply = n
@@ -166,5 +176,9 @@ export function turnLogError(error: Error | string, messageId: string): Error {
   if (message.includes(FINISHED)) return new Error(`turn log ${messageId} is finished`)
   if (message.includes(EXISTS)) return new Error(`turn log ${messageId} already exists`)
   if (message.includes(BROKEN)) return new Error(`turn log ${messageId}: stream and meta disagree`)
+  if (message.includes(GAP))
+    return new Error(
+      `turn log ${messageId} lost items it had acknowledged (a failover to a stale replica)`,
+    )
   return typeof error === 'string' ? new Error(`turn log ${messageId}: ${error}`) : error
 }
