@@ -70,8 +70,11 @@ export class RedisLogBatcher {
   private queue: Op[] = []
   private inFlight: Promise<void> | undefined
   private scheduled = false
-  /** Each log's next offset as this process writes it, with the fence it writes under. */
-  private readonly next = new Map<string, { fence: number; offset: number }>()
+  /**
+   * Each log's next offset as this process writes it, with the fence it
+   * writes under (undefined: the fence of its first append).
+   */
+  private readonly next = new Map<string, { fence: number | undefined; offset: number }>()
 
   constructor(
     private readonly redis: RedisClient,
@@ -84,8 +87,11 @@ export class RedisLogBatcher {
     private readonly hooks: BatchHooks,
   ) {}
 
-  /** The log holds `length` items, and this process writes it under `fence` from now on. */
-  track(messageId: string, fence: number, length: number): void {
+  /**
+   * The log holds `length` items, and this process writes it from now on,
+   * under `fence` (undefined: whichever its next append carries).
+   */
+  track(messageId: string, fence: number | undefined, length: number): void {
     this.next.set(messageId, { fence, offset: length })
   }
 
@@ -98,7 +104,8 @@ export class RedisLogBatcher {
   write(kind: Op['kind'], messageId: string, keys: TurnLogKeys, items: string[], fence: number) {
     const tracked = this.next.get(messageId)
     let start = -1
-    if (kind === 'append' && tracked?.fence === fence) {
+    if (kind === 'append' && tracked && (tracked.fence ?? fence) === fence) {
+      tracked.fence = fence
       start = tracked.offset
       tracked.offset += items.length
     }

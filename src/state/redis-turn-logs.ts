@@ -105,7 +105,8 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
         [meta, stream, unfinishedOf(messageId)],
         [conversationId, userId, openTtlMs, Date.now(), messageId, ...items],
       ).catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
-      batcher.track(messageId, 0, items.length)
+      // Its runner writes it under its lease's token, whatever the fence it was opened at.
+      batcher.track(messageId, undefined, items.length)
       mirrors.opened(messageId, items)
     },
 

@@ -34,6 +34,8 @@ export interface RedisNode extends HostPort {
   freeze(): void
   thaw(): void
   readonly alive: boolean
+  /** Kills it if alive (thawed first) and closes its admin client. */
+  stop(): Promise<void>
 }
 
 const processes: Subprocess[] = []
@@ -90,6 +92,14 @@ function startNode(args: string[], dir: string, binary = REDIS_SERVER ?? ''): Re
     },
     freeze: () => proc.kill('SIGSTOP'),
     thaw: () => proc.kill('SIGCONT'),
+    async stop() {
+      admin.disconnect()
+      alive = false
+      if (proc.exitCode !== null || proc.signalCode !== null) return
+      proc.kill('SIGCONT')
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
   }
 }
 
@@ -114,6 +124,10 @@ export interface PrivateCluster {
   masters(): Promise<RedisNode[]>
   /** Resolves once every live node sees all 16384 slots served and the cluster ok. */
   healthy(ms?: number): Promise<void>
+  /** The master serving a slot now. */
+  masterOf(slot: number): Promise<RedisNode>
+  /** Kills every node. */
+  stop(): Promise<void>
 }
 
 /** A Cluster of `masters` masters with `replicas` replicas each, joined and healthy. */
@@ -151,6 +165,17 @@ export async function startCluster(masters = 3, replicas = 0): Promise<PrivateCl
   const cluster: PrivateCluster = {
     nodes,
     spec: nodes.map((node) => `127.0.0.1:${node.port}`).join(','),
+    async masterOf(slot) {
+      const live = nodes.find((node) => node.alive)
+      const ranges = (await live?.admin.cluster('SLOTS')) ?? []
+      const range = ranges.find(([from, to]) => from <= slot && slot <= to)
+      const master = nodes.find((node) => node.port === Number(range?.[2]?.[1]))
+      if (!master) throw new Error(`no master serves slot ${slot}`)
+      return master
+    },
+    async stop() {
+      await Promise.all(nodes.map((node) => node.stop()))
+    },
     async masters() {
       const live = nodes.filter((node) => node.alive)
       const roles = await Promise.all(live.map((node) => node.admin.role()))
@@ -193,6 +218,8 @@ export interface PrivateSentinels {
   readonly spec: string
   /** The primary's port as the Sentinels report it now. */
   primaryPort(): Promise<number>
+  /** Kills every process. */
+  stop(): Promise<void>
 }
 
 /** A primary with one replica, watched by three Sentinels that fail over within about 2 s. */
@@ -237,6 +264,9 @@ export async function startSentinels(name = 'conduit'): Promise<PrivateSentinels
     replica,
     sentinels,
     spec: sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(','),
+    async stop() {
+      await Promise.all([primary, replica, ...sentinels].map((node) => node.stop()))
+    },
     async primaryPort() {
       const live = sentinels.find((sentinel) => sentinel.alive) ?? sentinels[0]
       const address = (await live?.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as
