@@ -8,7 +8,8 @@
 // - a primary and a replica watched by 3 Sentinels: resume and stop across
 //   instances, then the primary is killed mid-stream and Sentinel fails over.
 // Through either failover the turn streams on: no stored reply lost, every
-// item once (the live stream and a resume from 0 are the same bytes), a
+// item once (the live stream, another instance following it through the
+// failover, and a resume from 0 are the same bytes), a
 // request meanwhile answered within the bound (503 at worst), and sends work
 // on the new primary. Needs TEST_DATABASE_URL; skips where redis-server or
 // redis-cli is missing.
@@ -62,6 +63,9 @@ async function streamsThroughFailover(
   const added = dataItems(frames.join('')).find((item) => item.o === 'add') as {
     v: { message: { id: string } }
   }
+  // Another instance follows the turn from Redis through the failover.
+  const following = await resume(b, token, conversationId, frames.length)
+  expect(following.status).toBe(200)
   const failing = fail(added.v.message.id)
 
   // Meanwhile a request that needs the state answers, at worst with a 503, never hangs.
@@ -80,7 +84,9 @@ async function streamsThroughFailover(
   expect(body).not.toContain('"type":"error"')
   const reply = appendedChunks(body).join('')
   expect(reply).toBe(localReply([{ role: 'user', content: LONG }]))
-  // Every item once: a resume from 0 on another instance is the same bytes.
+  // Every item once: what the follower got, and a resume from 0 on another instance, are the same bytes.
+  const followed = await following.text()
+  expect(frames.join('') + followed).toBe(completeFrames(body).join(''))
   const whole = await (await resume(b, token, conversationId, 0)).text()
   expect(whole).toBe(completeFrames(body).join(''))
   const { messages } = await history(b, userId, conversationId)

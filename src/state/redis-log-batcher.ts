@@ -16,7 +16,12 @@
 import type { RedisClient } from '../storage/redis-connections.ts'
 import { isNoScript } from '../storage/redis-script.ts'
 import { pipelined, type SlotCommand } from '../storage/redis-slots.ts'
-import { type TurnLogKeys, turnLogError, WRITE_SCRIPT } from './redis-turn-log-scripts.ts'
+import {
+  gapLength,
+  type TurnLogKeys,
+  turnLogError,
+  WRITE_SCRIPT,
+} from './redis-turn-log-scripts.ts'
 
 /** What the store learns from an acknowledged batch (to feed its mirrors). */
 export interface BatchHooks {
@@ -26,6 +31,11 @@ export interface BatchHooks {
   finished(messageId: string, length: number): void
   /** A write failed or its outcome is unknown: the process's view of the log may be stale. */
   failed(messageId: string): void
+  /**
+   * Items [from, to) of a log as this process appended them, when it still
+   * has them all: to write again what a failover lost.
+   */
+  appendedItems(messageId: string, from: number, to: number): string[] | undefined
 }
 
 interface Op {
@@ -47,6 +57,10 @@ interface Call {
   /** The offset of the call's first item, or -1 (see Op). */
   start: number
   ops: Op[]
+  /** Items a failover lost, written again ahead of the call that found them missing. */
+  repair?: boolean
+  /** A repair was tried for this call already. */
+  repaired?: boolean
 }
 
 /** Whether a failed call can be sent again without writing anything twice. */
@@ -160,7 +174,12 @@ export class RedisLogBatcher {
         if (retry) again.push(calls)
         else if (error || !Array.isArray(replies))
           this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
-        else for (const [at, call] of calls.entries()) this.settle(call, replies[at])
+        else
+          for (const [at, call] of calls.entries()) {
+            const repair = this.repairFor(call, replies[at])
+            if (repair) again.push([repair, call])
+            else this.settle(call, replies[at])
+          }
       }
       scripts = again
     }
@@ -188,8 +207,24 @@ export class RedisLogBatcher {
     }
   }
 
+  /**
+   * For an append refused because its log lost acknowledged items (a
+   * failover to a replica that missed them), an append of those items from
+   * this process's mirror, to go ahead of it; once per call.
+   */
+  private repairFor(call: Call, reply: unknown): Call | undefined {
+    const length = gapLength(reply)
+    if (length === undefined || call.repaired || call.repair) return undefined
+    call.repaired = true
+    const items = this.hooks.appendedItems(call.op.messageId, length, call.start)
+    if (!items || items.length === 0) return undefined
+    return { op: call.op, items, start: length, ops: [], repair: true }
+  }
+
   /** Settles one call's ops with its reply from the script: an offset or length, or an error code. */
   private settle(call: Call, reply: unknown): void {
+    // A repair has no ops; the call it went ahead of settles for it.
+    if (call.repair) return
     const id = call.op.messageId
     if (typeof reply !== 'number') {
       this.untrack(id)

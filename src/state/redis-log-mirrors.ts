@@ -64,6 +64,12 @@ export class RedisLogMirrors implements BatchHooks {
     this.detach(messageId)
   }
 
+  appendedItems(messageId: string, from: number, to: number): string[] | undefined {
+    const mirror = this.mirrors.get(messageId)
+    if (!mirror || from < mirror.base || to > mirror.end || from >= to) return undefined
+    return mirror.all().slice(from - mirror.base, to - mirror.base)
+  }
+
   /** Drops a mirror that may not match the log; its readers go on from Redis. */
   detach(messageId: string): void {
     const mirror = this.mirrors.get(messageId)

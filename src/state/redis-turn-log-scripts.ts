@@ -93,7 +93,9 @@ return 1`)
  * last, so a stream ahead of its meta is caught without reading it. An append
  * with a start is sent again after a failure whose outcome was unknown: a log
  * already past its items means it landed then (it answers its start and
- * writes nothing); a log short of its start lost acknowledged writes (GAP).
+ * writes nothing); a log short of its start lost acknowledged writes (a
+ * failover to a replica that had not got them): GAP:<length>, and the batcher
+ * writes them again from its mirror if it can.
  * The open expiry is renewed on both keys only when the meta's `renewAt` has
  * passed (half the open expiry after the last renewal; a log opened without
  * items has none, so the append that creates its stream renews): an open log
@@ -128,7 +130,7 @@ for k = 2, #KEYS, 2 do
   elseif start >= 0 and count > 0 and tonumber(m[2]) >= start + count then reply = start
   elseif m[3] == '1' then reply = '${FINISHED}'
   elseif count == 0 then reply = tonumber(m[2])
-  elseif start >= 0 and tonumber(m[2]) ~= start then reply = '${GAP}'
+  elseif start >= 0 and tonumber(m[2]) ~= start then reply = '${GAP}:' .. m[2]
   else
     local n = tonumber(m[2])
     reply = n
@@ -167,6 +169,13 @@ if m[5] ~= '1' then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 return {m[2], m[3], m[4], m[5]}`)
+
+/** The length of a log that lost acknowledged items, from a write's GAP reply; else undefined. */
+export function gapLength(reply: unknown): number | undefined {
+  if (typeof reply !== 'string' || !reply.startsWith(`${GAP}:`)) return undefined
+  const length = Number(reply.slice(GAP.length + 1))
+  return Number.isSafeInteger(length) ? length : undefined
+}
 
 /** The port's error for a script's error reply or code (other errors pass through). */
 export function turnLogError(error: Error | string, messageId: string): Error {

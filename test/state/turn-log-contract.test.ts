@@ -584,12 +584,24 @@ for (const backend of turnLogBackends()) {
         }
       })
 
-      test('an append after its log lost acknowledged items (a stale failover) is refused', async () => {
-        const messageId = await logWith(store, ['a', 'b'])
+      test('items a stale failover lost are written again by their writer, from its mirror', async () => {
+        const messageId = await logWith(store, ['a', 'b', 'c'])
         const { meta, stream } = turnLogKeys(inspect.prefix, messageId)
-        await inspect.client.hset(meta, 'length', 1)
-        await inspect.client.xtrim(stream, 'MAXLEN', 1)
-        await expect(store.append(messageId, ['c'], 0)).rejects.toThrow('lost items')
+        /** The log as a replica that had its first `length` items has it once it is the primary. */
+        const loseAllBut = async (length: number) => {
+          const kept = await inspect.client.xrange(stream, '-', '+', 'COUNT', length)
+          await inspect.client.del(stream)
+          for (const [id, fields] of kept) await inspect.client.xadd(stream, id, ...fields)
+          await inspect.client.hset(meta, 'length', length)
+        }
+        await loseAllBut(1)
+        await store.append(messageId, ['d'], 0)
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd'])
+        // A writer that does not have them (it took the log over) is refused.
+        expect(await other.claim(messageId, 1)).toMatchObject({ length: 4 })
+        await loseAllBut(3)
+        await expect(other.append(messageId, ['e'], 1)).rejects.toThrow('lost items')
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
       })
 
       test('readers on another instance follow live, join while it blocks, end at finish', async () => {
