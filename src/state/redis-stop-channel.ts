@@ -7,7 +7,9 @@
 //   conversation is watched, so a stop goes to one shard rather than to every
 //   node (plain pub/sub on a Cluster broadcasts, and is used before Redis 7).
 // - a durable flag (`<prefix>stop:{<conversation>}` = the message id, kept a
-//   minute), read every pollMs for the watched conversations: a message lost
+//   minute), read for the watched conversations whenever a message may have
+//   been missed (the subscriber connected again; a conversation's sharded
+//   subscription was just confirmed) and every pollMs besides: a message lost
 //   to a reconnect or a failover still stops the turn, a moment later.
 // Messages that are not a well-formed request are dropped: another version,
 // or anyone with access, may publish on the channel.
@@ -28,7 +30,7 @@ export interface RedisStopChannelOptions {
   keyPrefix?: string
   /** Told when a listener throws. */
   report?: ListenerErrorReport
-  /** How often the watched conversations' stop flags are read; default 1 s. */
+  /** How often the watched conversations' stop flags are read besides; default 2 s. */
   pollMs?: number
 }
 
@@ -95,12 +97,12 @@ export async function createRedisStopChannel(
     throw error
   }
 
-  /** Reads the flags of the watched conversations; a new one is heard as a request. */
-  async function readFlags(): Promise<void> {
-    if (polling || closed || watched.size === 0) return
-    polling = true
+  /** Reads the flags of the watched conversations (or of some); a new one is heard as a request. */
+  async function readFlags(only?: string): Promise<void> {
+    if (closed || watched.size === 0 || (polling && only === undefined)) return
+    if (only === undefined) polling = true
     try {
-      const ids = [...watched.keys()]
+      const ids = only === undefined ? [...watched.keys()] : [only]
       const replies = await pipelined(
         redis,
         ids.map((id) => {
@@ -115,11 +117,13 @@ export async function createRedisStopChannel(
         hear({ conversationId, messageId })
       })
     } finally {
-      polling = false
+      if (only === undefined) polling = false
     }
   }
-  const poller = setInterval(() => void readFlags().catch(() => {}), options.pollMs ?? 1_000)
+  const poller = setInterval(() => void readFlags().catch(() => {}), options.pollMs ?? 2_000)
   poller.unref?.()
+  // Connected again: messages sent meanwhile are lost, their flags are not.
+  subscriber.on('ready', () => void readFlags().catch(() => {}))
 
   return {
     async publish(request) {
@@ -141,9 +145,12 @@ export async function createRedisStopChannel(
       if (!watch) {
         watch = { count: 0, heard: undefined }
         watched.set(conversationId, watch)
-        // A stop sent before this confirms is read from the flag.
+        // A stop sent before this confirms is read from the flag, once it has.
         if (sharded && !closed)
-          subscriber.ssubscribe(conversationStopChannel(prefix, conversationId)).catch(() => {})
+          subscriber
+            .ssubscribe(conversationStopChannel(prefix, conversationId))
+            .then(() => readFlags(conversationId))
+            .catch(() => {})
       }
       const mine = watch
       mine.count++
