@@ -14,16 +14,19 @@
 //   chat:{<conversation>}:context; a key without a tag (documents:list,
 //   counter:visits) is stored as {<key>}, so its fill marker shares its slot.
 // State keys, under the state prefix:
-//   turnlog:{<message>}, turnlog:{<message>}:meta  a turn's log, tagged by the
-//     id the TurnLogStore port addresses it by (redis-turn-log-scripts.ts)
-//   turnlog:unfinished  logs not finished yet; on Cluster one set per slot,
-//     turnlog:unfinished:{<tag of the slot>}, so a log's script stays in its slot
+//   turnlog:{t<n>}:<message>, …:meta  a turn's log (redis-turn-log-scripts.ts),
+//     in one of 256 buckets by its message id (the id the port addresses it by)
+//   turnlog:unfinished  logs not finished yet; on a Cluster one set per bucket,
+//     turnlog:unfinished:{t<n>}, so a bucket's logs and their set share a slot:
+//     a batch of writes is one script call per bucket, a sweep reads 256 sets
 //   lease:{<conversation>}, :wanted, :fence  the conversation's lease
 //   stop:{<conversation>}  the durable stop flag of the turn to stop
 //   secret:<name>  secrets every instance shares
 //   ratelimit:<limit>:{<user>}  a user's count (rate-limiter-flexible adds the `:`)
 // Channels: <state prefix>stop (one for every stop), or on Cluster
 // (sharded pub/sub) <state prefix>stop:{<conversation>}.
+
+import { bucketOf } from '../storage/redis-slots.ts'
 
 export const DEFAULT_CACHE_PREFIX = 'conduit:c:'
 export const DEFAULT_STATE_PREFIX = 'conduit:s:'
@@ -69,15 +72,24 @@ export function cacheKeyOf(prefix: string, redisKey: string): string | undefined
 /** A SCAN MATCH pattern for every key under `prefix`. */
 export const prefixPattern = (prefix: string) => `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`
 
+/** How many buckets turn logs are spread over (hash tags `{t0}` … `{t255}`). */
+export const TURN_LOG_BUCKETS = 256
+
+/** The hash tag of a turn log's bucket. */
+export const turnLogBucket = (messageId: string) => `t${bucketOf(messageId, TURN_LOG_BUCKETS)}`
+
+/** Every bucket's hash tag. */
+export const turnLogBuckets = () => Array.from({ length: TURN_LOG_BUCKETS }, (_, n) => `t${n}`)
+
 /** The two keys of a turn's log; `prefix` is the state prefix plus `turnlog:`. */
 export function turnLogKeys(prefix: string, messageId: string) {
-  const stream = `${prefix}${hashTag(messageId)}`
+  const stream = `${prefix}${hashTag(turnLogBucket(messageId))}:${messageId}`
   return { stream, meta: `${stream}:meta` }
 }
 
-/** The set of unfinished logs, or on Cluster the one of the slot whose tag is given. */
-export const unfinishedKey = (prefix: string, slotTag?: string) =>
-  slotTag === undefined ? `${prefix}unfinished` : `${prefix}unfinished:${hashTag(slotTag)}`
+/** The set of unfinished logs, or on a Cluster the one of a bucket (turnLogBucket). */
+export const unfinishedKey = (prefix: string, bucket?: string) =>
+  bucket === undefined ? `${prefix}unfinished` : `${prefix}unfinished:${hashTag(bucket)}`
 
 /** The keys of a conversation's lease. */
 export function leaseKeys(prefix: string, conversationId: string) {

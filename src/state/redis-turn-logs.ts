@@ -17,15 +17,17 @@
 // (a blocked XREAD does not notice a deleted key, so existence is checked).
 // Nothing about a log stays in this process after finish (or remove).
 //
-// On a Cluster every script touches one slot: a log's keys share its hash
-// tag, the set of unfinished logs is one per slot, and batches and sweeps
-// send one call or pipeline per slot or node (redis-slots.ts); readers of
-// other processes' logs poll (redis-log-follower.ts).
+// On a Cluster every script touches one slot: logs are spread over 256
+// buckets (keyspace.ts), each a hash tag with its own set of unfinished logs,
+// and batches and sweeps send one call per bucket, one pipeline per node
+// (redis-slots.ts); readers of other processes' logs poll
+// (redis-log-follower.ts).
 //
 // The client must speak RESP2-shaped replies (ioredis' default) and carry no
 // ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
 import { isCluster, type RedisClient } from '../storage/redis-connections.ts'
-import { pipelined, SLOTS, slotOf, slotTag } from '../storage/redis-slots.ts'
+import { pipelined } from '../storage/redis-slots.ts'
+import { turnLogBucket, turnLogBuckets } from './keyspace.ts'
 import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'
@@ -59,13 +61,13 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   const openTtlMs = options.openTtlMs ?? 3_600_000
   const keys = (messageId: string) => turnLogKeys(prefix, messageId)
   const cluster = isCluster(redis)
-  /** The set of unfinished logs a log is listed in: the one of its slot, on a Cluster. */
+  /** The set of unfinished logs a log is listed in: the one of its bucket, on a Cluster. */
   const unfinishedOf = (messageId: string) =>
-    cluster ? unfinishedKey(prefix, slotTag(slotOf(keys(messageId).stream))) : unfinishedKey(prefix)
+    cluster ? unfinishedKey(prefix, turnLogBucket(messageId)) : unfinishedKey(prefix)
   /** Every set of unfinished logs. */
   const unfinishedSets = () =>
     cluster
-      ? Array.from({ length: SLOTS }, (_, slot) => unfinishedKey(prefix, slotTag(slot)))
+      ? turnLogBuckets().map((bucket) => unfinishedKey(prefix, bucket))
       : [unfinishedKey(prefix)]
   const blockMs = options.blockMs ?? 2_000
   const mirrors = new RedisLogMirrors(redis, keys, openTtlMs, blockMs)
@@ -181,7 +183,7 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
     },
 
     async unfinished(olderThanMs, limit) {
-      // One set, or on a Cluster one per slot (most empty): one pipeline per node.
+      // One set, or on a Cluster one per bucket: one pipeline per node.
       const sets = unfinishedSets()
       const cutoff = Date.now() - olderThanMs
       const listed = await pipelined(

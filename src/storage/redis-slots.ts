@@ -41,30 +41,9 @@ export function slotOf(key: string): number {
   return crc16(encoder.encode(key)) % SLOTS
 }
 
-let tags: string[] | undefined
-
-/**
- * A short text whose slot is `slot`, the same in every process: the first
- * base-36 number that hashes there. So `{<tag>}` names a key in any slot
- * (per-slot indexes). Computed once, on first use (some 200,000 hashes).
- */
-export function slotTag(slot: number): string {
-  if (!tags) {
-    const found: (string | undefined)[] = new Array(SLOTS)
-    let missing = SLOTS
-    for (let n = 0; missing > 0; n++) {
-      const tag = n.toString(36)
-      const at = crc16(encoder.encode(tag)) % SLOTS
-      if (found[at] === undefined) {
-        found[at] = tag
-        missing--
-      }
-    }
-    tags = found as string[]
-  }
-  const tag = tags[slot]
-  if (tag === undefined) throw new RangeError(`no slot ${slot}`)
-  return tag
+/** A text's bucket of `buckets`, the same in every process (its CRC16, as slots are). */
+export function bucketOf(text: string, buckets: number): number {
+  return crc16(encoder.encode(text)) % buckets
 }
 
 /** The items in groups whose keys share a slot (Cluster), or all in one group (any other deployment). */

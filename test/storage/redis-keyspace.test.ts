@@ -14,11 +14,13 @@ import {
   prefixPattern,
   rateLimitKey,
   stopFlagKey,
+  turnLogBucket,
+  turnLogBuckets,
   turnLogKeys,
   unfinishedKey,
 } from '../../src/state/keyspace.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
-import { SLOTS, slotOf, slotTag } from '../../src/storage/redis-slots.ts'
+import { slotOf } from '../../src/storage/redis-slots.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 
 describe('keyspace', () => {
@@ -38,8 +40,6 @@ describe('keyspace', () => {
       conversationStopChannel('conduit:s:', conversation),
     ])
       expect(slotOf(key)).toBe(slot)
-    const log = turnLogKeys('conduit:s:turnlog:', 'message-1')
-    expect(slotOf(log.meta)).toBe(slotOf(log.stream))
     expect(slotOf(listKey('alice'))).toBe(slotOf(rateLimitKey('alice')))
   })
 
@@ -54,12 +54,22 @@ describe('keyspace', () => {
     expect(cacheKeyOf('conduit:c:', 'conduit:s:lease:{x}')).toBeUndefined()
   })
 
-  test('slot tags name every slot, and a per-slot index lies in its slot', () => {
-    for (const slot of [0, 1, 5_000, 12_182, SLOTS - 1]) {
-      expect(slotOf(`{${slotTag(slot)}}`)).toBe(slot)
-      expect(slotOf(unfinishedKey('conduit:s:turnlog:', slotTag(slot)))).toBe(slot)
+  test("turn logs spread over 256 buckets, each log in the slot of its bucket's index", () => {
+    const buckets = new Set<string>()
+    for (let i = 0; i < 2_000; i++) {
+      const messageId = crypto.randomUUID()
+      const { stream, meta } = turnLogKeys('conduit:s:turnlog:', messageId)
+      const bucket = turnLogBucket(messageId)
+      buckets.add(bucket)
+      expect(stream).toBe(`conduit:s:turnlog:{${bucket}}:${messageId}`)
+      expect(slotOf(meta)).toBe(slotOf(stream))
+      expect(slotOf(unfinishedKey('conduit:s:turnlog:', bucket))).toBe(slotOf(stream))
     }
-    expect(() => slotTag(SLOTS)).toThrow(RangeError)
+    expect(buckets.size).toBe(256)
+    expect(new Set(turnLogBuckets())).toEqual(buckets)
+    // A message id with braces of its own keeps its bucket's tag.
+    const odd = turnLogKeys('p:', '{x}y}')
+    expect(slotOf(odd.stream)).toBe(slotOf(`{${turnLogBucket('{x}y}')}}`))
   })
 
   test('slots match the ones Redis Cluster documents', () => {
