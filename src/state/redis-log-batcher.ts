@@ -2,8 +2,8 @@
 // are queued in the process and sent together while no batch is in flight;
 // the next batch leaves when the previous one is acknowledged. A batch is one
 // round trip and one script call (WRITE_SCRIPT) for all the logs it touches,
-// not one per log or per item (on a Cluster: one script call per slot, one
-// pipeline per node), and the writes of one log stay in call order (one
+// not one per log or per item (on a Cluster: one script call per bucket of
+// logs, one pipeline per node), and the writes of one log stay in call order (one
 // queue, batches in series, a log's writes in queue order inside one script
 // call).
 //
@@ -72,6 +72,8 @@ const MAX_OPS_PER_BATCH = 10_000
 const RETRY_WINDOW_MS = 15_000
 /** Pause between two tries of a failing batch. */
 const RETRY_DELAY_MS = 200
+/** Logs whose next offset is kept at most (the oldest goes first; its appends are then not resent). */
+const MAX_TRACKED = 100_000
 /**
  * Items per script call (merged appends, and all the writes of one call):
  * keeps the arguments a call spreads, and the time one script holds Redis,
@@ -106,6 +108,8 @@ export class RedisLogBatcher {
    * under `fence` (undefined: whichever its next append carries).
    */
   track(messageId: string, fence: number | undefined, length: number): void {
+    // Logs left unfinished by their writer here are few; never let them pile up.
+    if (this.next.size >= MAX_TRACKED) this.next.delete(this.next.keys().next().value ?? '')
     this.next.set(messageId, { fence, offset: length })
   }
 
