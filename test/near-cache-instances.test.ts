@@ -2,8 +2,8 @@
 // (private) Redis: reads through one instance, whose near cache holds the
 // history and the list, never serve them stale once a send through the other
 // instance has ended ([DONE] means the reply is stored and the keys dropped);
-// a value set directly in Redis by another client is what the next read
-// serves; DELETE /cache on one instance empties the other's near cache.
+// a value set directly in Redis by another client is what reads serve within
+// 2 s (as Redis pushes its invalidation); DELETE /cache on one instance empties the other's near cache.
 // Needs TEST_DATABASE_URL and redis-server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
