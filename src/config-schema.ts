@@ -5,6 +5,7 @@
 // in config.ts.
 import { isIP } from 'node:net'
 import { FormatRegistry, type TLiteral, type TSchema, Type } from '@sinclair/typebox'
+import { isRolePrefix } from './state/keyspace.ts'
 
 export const VARIANTS = [
   'full',
@@ -62,7 +63,25 @@ function urlWithScheme(schemes: string[]) {
 const isRedisUrl = (value: string) =>
   urlWithScheme(['redis:', 'rediss:'])(value) && /^\/?\d*$/.test(new URL(value).pathname)
 
+/** `host:port` (an IPv6 host in brackets), split; undefined when it is not one. */
+export function parseHostPort(value: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+)):(\d{1,5})$/i.exec(value.trim())
+  const host = match?.[1] ?? match?.[2]
+  const port = Number(match?.[3])
+  if (!host || !isHost(host) || !Number.isInteger(port) || port < 1 || port > 65_535)
+    return undefined
+  return { host, port }
+}
+
+/** A comma-separated list of `host:port` (at most 64). */
+const isHostPortList = (value: string) => {
+  const entries = value.split(',')
+  return entries.length <= 64 && entries.every((entry) => parseHostPort(entry) !== undefined)
+}
+
 FormatRegistry.Set('conduit-host', isHost)
+FormatRegistry.Set('conduit-host-ports', isHostPortList)
+FormatRegistry.Set('conduit-key-prefix', isRolePrefix)
 FormatRegistry.Set('conduit-database-url', urlWithScheme(['postgres:', 'postgresql:', 'memory:']))
 FormatRegistry.Set('conduit-redis-url', (value) => value === 'memory://' || isRedisUrl(value))
 FormatRegistry.Set('conduit-http-url', urlWithScheme(['http:', 'https:']))
@@ -114,6 +133,23 @@ const variables = {
     'conduit-redis-url',
     'a redis:// or rediss:// URL (with an optional database number) or memory://',
   ),
+  REDIS_CACHE_PREFIX: Type.String({
+    default: 'conduit:c:',
+    format: 'conduit-key-prefix',
+    expected: 'a key prefix of 1 to 64 characters without braces or spaces',
+  }),
+  REDIS_STATE_PREFIX: Type.String({
+    default: 'conduit:s:',
+    format: 'conduit-key-prefix',
+    expected: 'a key prefix of 1 to 64 characters without braces or spaces',
+  }),
+  REDIS_CLUSTER_NODES: Type.Optional(
+    Type.String({ format: 'conduit-host-ports', expected: 'a comma-separated list of host:port' }),
+  ),
+  REDIS_SENTINELS: Type.Optional(
+    Type.String({ format: 'conduit-host-ports', expected: 'a comma-separated list of host:port' }),
+  ),
+  REDIS_SENTINEL_NAME: text({ expected: 'the name Sentinel knows the primary by' }),
   MODEL_PROVIDER: oneOf(MODEL_PROVIDERS, 'local'),
   MODEL: text(),
   OPENAI_BASE_URL: url('conduit-http-url', 'an http:// or https:// URL'),

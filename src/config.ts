@@ -9,10 +9,12 @@ import {
   EnvSchema,
   type LogLevel,
   type ModelProviderName,
+  parseHostPort,
   type Variant,
   variableSchema,
 } from './config-schema.ts'
 import { type ModelConfig, ModelsConfigError, readModels } from './models-config.ts'
+import type { HostPort, RedisDeployment } from './storage/redis-connections.ts'
 
 export {
   LOG_LEVELS,
@@ -39,14 +41,25 @@ export interface Config {
   /** `postgres://…`, `memory://`, or undefined for embedded PGlite in `dataDir`. */
   databaseUrl: string | undefined
   dataDir: string
-  /** `redis://…`, or undefined for the in-process cache. */
+  /** REDIS_URL as given: `redis://…`, `memory://` or undefined. */
   redisUrl: string | undefined
   /**
-   * Where turn state lives (logs, leases, stop requests, counters, rate
-   * limits): `redis://…`, or undefined for in-process state. Defaults to
-   * REDIS_URL's server, one database up, so flushing the cache never reaches it.
+   * The state's redis:// URL when it is on one server (REDIS_STATE_URL, else
+   * REDIS_URL); undefined otherwise.
    */
   redisStateUrl: string | undefined
+  /** The cache's Redis (one server, Sentinel or Cluster), or undefined for the in-process cache. */
+  cacheRedis: RedisDeployment | undefined
+  /**
+   * Where turn state lives (logs, leases, stop requests, counters, rate
+   * limits): REDIS_STATE_URL, else the cache's Redis (told apart by prefix),
+   * or undefined for in-process state.
+   */
+  stateRedis: RedisDeployment | undefined
+  /** Role prefix of the cache's keys: `DELETE /cache` removes those and nothing else. */
+  redisCachePrefix: string
+  /** Role prefix of the state's keys and channels. */
+  redisStatePrefix: string
   modelProvider: ModelProviderName
   model: string
   openaiBaseUrl: string
@@ -129,31 +142,60 @@ function checkEnv(env: Env): CheckedEnv {
   throw new ConfigError(`${name} must be ${schema.expected}${given}`)
 }
 
-/** The database number of a redis:// URL (its path, default 0). */
-function databaseOf(parsed: URL): number {
-  const path = parsed.pathname.replace(/^\//, '')
-  return path === '' ? 0 : Number(path)
+/** The `host:port` entries of a list the schema checked. */
+function hostPorts(list: string): HostPort[] {
+  return list.split(',').flatMap((entry) => parseHostPort(entry) ?? [])
 }
 
 /**
- * REDIS_STATE_URL, else REDIS_URL's server one database up; never the cache
- * database itself, which `DELETE /cache` flushes. Undefined = in-process state.
+ * REDIS_URL, REDIS_SENTINELS (with REDIS_SENTINEL_NAME) or
+ * REDIS_CLUSTER_NODES: at most one of them; undefined = the in-process cache.
  */
-function stateUrl(env: CheckedEnv): string | undefined {
+function cacheRedis(env: CheckedEnv): RedisDeployment | undefined {
+  const url = env.REDIS_URL?.startsWith('redis') ? env.REDIS_URL : undefined
+  const given = [url && 'REDIS_URL', env.REDIS_SENTINELS && 'REDIS_SENTINELS']
+  if (env.REDIS_CLUSTER_NODES) given.push('REDIS_CLUSTER_NODES')
+  const set = given.filter((name) => typeof name === 'string')
+  if (set.length > 1)
+    throw new ConfigError(
+      `${set.join(' and ')} are alternatives: set one of them (Redis is one deployment)`,
+    )
+  if (env.REDIS_SENTINELS && !env.REDIS_SENTINEL_NAME)
+    throw new ConfigError(
+      "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS (the primary's name in Sentinel)",
+    )
+  if (env.REDIS_SENTINEL_NAME && !env.REDIS_SENTINELS)
+    throw new ConfigError('REDIS_SENTINELS must be set with REDIS_SENTINEL_NAME')
+  if (env.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: hostPorts(env.REDIS_CLUSTER_NODES) }
+  if (env.REDIS_SENTINELS && env.REDIS_SENTINEL_NAME)
+    return {
+      kind: 'sentinel',
+      sentinels: hostPorts(env.REDIS_SENTINELS),
+      name: env.REDIS_SENTINEL_NAME,
+    }
+  return url ? { kind: 'server', url } : undefined
+}
+
+/**
+ * REDIS_STATE_URL, else the cache's Redis: the state's keys have a prefix of
+ * their own, which a cache flush never reaches. memory:// or no Redis at all:
+ * in process (undefined).
+ */
+function stateRedis(env: CheckedEnv, cache: RedisDeployment | undefined) {
   const explicit = env.REDIS_STATE_URL
   if (explicit?.startsWith('memory:')) return undefined
-  const cacheUrl = env.REDIS_URL?.startsWith('redis') ? new URL(env.REDIS_URL) : undefined
-  if (explicit === undefined) {
-    if (!cacheUrl) return undefined
-    cacheUrl.pathname = `/${databaseOf(cacheUrl) + 1}`
-    return cacheUrl.toString()
-  }
-  const state = new URL(explicit)
-  if (cacheUrl && state.host === cacheUrl.host && databaseOf(state) === databaseOf(cacheUrl))
+  return explicit ? ({ kind: 'server', url: explicit } as const) : cache
+}
+
+/** The two role prefixes, refused when a cache flush (SCAN <cache prefix>*) could reach a state key. */
+function rolePrefixes(env: CheckedEnv) {
+  const cache = env.REDIS_CACHE_PREFIX
+  const state = env.REDIS_STATE_PREFIX
+  if (cache.startsWith(state) || state.startsWith(cache))
     throw new ConfigError(
-      'REDIS_STATE_URL must not be the cache database of REDIS_URL: flushing the cache would erase running turns',
+      `REDIS_STATE_PREFIX must not start with REDIS_CACHE_PREFIX or the other way round (got "${state}" and "${cache}"): flushing the cache would erase running turns`,
     )
-  return explicit
+  return { redisCachePrefix: cache, redisStatePrefix: state }
 }
 
 /**
@@ -194,6 +236,18 @@ function models(env: Env, single: Parameters<typeof readModels>[1]): ModelConfig
   }
 }
 
+/** Where the cache and the state live in Redis, and under which prefixes. */
+function redisConfig(e: CheckedEnv) {
+  const cache = cacheRedis(e)
+  const state = stateRedis(e, cache)
+  return {
+    cacheRedis: cache,
+    stateRedis: state,
+    redisStateUrl: state?.kind === 'server' ? state.url : undefined,
+    ...rolePrefixes(e),
+  }
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const e = checkEnv(env)
@@ -206,7 +260,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     dataDir: e.DATA_DIR ?? './.data',
     redisUrl: e.REDIS_URL,
-    redisStateUrl: stateUrl(e),
+    ...redisConfig(e),
     modelProvider: e.MODEL_PROVIDER,
     model,
     openaiBaseUrl,

@@ -3,7 +3,6 @@
 // rate-limit clients. The database and cache are wrapped to report to the
 // metrics, and everything that reports problems reports them to the logger.
 import { resolve } from 'node:path'
-import Redis from 'ioredis'
 import type { AppDeps } from './app.ts'
 import type { Config, ModelConfig } from './config.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/cache-keys.ts'
@@ -35,8 +34,8 @@ import { createPgliteDb } from './storage/pglite.ts'
 import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
+import { type RedisClient, redisConnector } from './storage/redis-connections.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
-import { coalesceWritesPerLoopTurn } from './storage/redis-write-coalescing.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import type { StoreBreaker } from './storage/store-breaker.ts'
 
@@ -68,28 +67,41 @@ export async function openDb(config: Config, onClose: (fn: () => Promise<void> |
 const NEAR_CACHE_HEARTBEAT_MS = 1_000
 
 /**
- * The cache of REDIS_URL behind the resilient decorator (timeout, breaker,
- * emptied before reuse after an outage), or the in-process cache, which
- * cannot fail. With `near`, history and list reads are answered from a
- * coherent near cache in front of it (NEAR_CACHE_MAX_BYTES, 0 = off).
+ * Whether history and list reads get a near cache: with a Redis cache, not
+ * switched off (NEAR_CACHE_MAX_BYTES=0), and not on a Cluster, where Redis
+ * tracks keys per node and this client follows one primary only.
+ */
+export function nearCacheMode(config: Config): 'on' | 'off' | 'off on Redis Cluster' {
+  if (!config.cacheRedis || config.nearCacheMaxBytes === 0) return 'off'
+  return config.cacheRedis.kind === 'cluster' ? 'off on Redis Cluster' : 'on'
+}
+
+/**
+ * The cache of REDIS_URL (or Sentinel, or Cluster) behind the resilient
+ * decorator (timeout, breaker, emptied before reuse after an outage), or the
+ * in-process cache, which cannot fail. With `near`, history and list reads
+ * are answered from a coherent near cache in front of it (nearCacheMode).
  */
 export function openCache(
   config: Config,
   { log, near = false }: { log?: Logger; near?: boolean } = {},
 ): Cache {
-  if (!config.redisUrl?.startsWith('redis')) return createMemoryCache()
-  const shared = createResilientCache(createRedisCache(config.redisUrl), {
+  if (!config.cacheRedis) return createMemoryCache()
+  const connector = redisConnector(config.cacheRedis)
+  const keyPrefix = config.redisCachePrefix
+  const shared = createResilientCache(createRedisCache(connector, { keyPrefix }), {
     timeoutMs: config.cacheTimeoutMs,
     onStateChange: (state, cause) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
         : log?.info('cache answers again; emptied it and using it again'),
   })
-  if (!near || config.nearCacheMaxBytes === 0) return shared
+  if (!near || nearCacheMode(config) !== 'on') return shared
   return createNearCache(
     shared,
-    openRedisInvalidations(config.redisUrl, {
+    openRedisInvalidations(connector, {
       prefixes: NEAR_CACHED_PREFIXES,
+      keyPrefix,
       timeoutMs: config.cacheTimeoutMs,
       heartbeatMs: NEAR_CACHE_HEARTBEAT_MS,
     }),
@@ -99,21 +111,24 @@ export function openCache(
 
 /** The counter variant's store: state, not a copy, so never the resilient cache (it flushes). */
 function openCounterStore(config: Config): Cache {
-  return config.redisStateUrl ? createRedisCache(config.redisStateUrl) : createMemoryCache()
+  return config.stateRedis
+    ? createRedisCache(redisConnector(config.stateRedis), { keyPrefix: config.redisStatePrefix })
+    : createMemoryCache()
 }
 
-/** Turn state: in Redis when there is a state URL (see Config.redisStateUrl), else in process. */
+/** Turn state: in Redis when there is one for it (see Config.stateRedis), else in process. */
 export function openState(config: Config, log?: Logger): Promise<State> {
   const options = {
     retentionMs: config.resumeRetentionMs,
+    keyPrefix: config.redisStatePrefix,
     warn: log && warnTo(log),
     onStateChange: (state: 'open' | 'closed', cause?: unknown) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'turn state unavailable; refusing sends')
         : log?.info('turn state answers again'),
   }
-  return config.redisStateUrl
-    ? openRedisState(config.redisStateUrl, options)
+  return config.stateRedis
+    ? openRedisState(redisConnector(config.stateRedis), options)
     : Promise.resolve(createMemoryState(options))
 }
 
@@ -168,17 +183,18 @@ export async function openRateLimits(
 ): Promise<RateLimits> {
   const { sends, requests, windowSeconds } = config.rateLimit
   if (sends === 0 && requests === 0) return {}
-  let redis: Redis | undefined
-  if (config.redisStateUrl && breaker) {
-    const client = new Redis(config.redisStateUrl, {
+  const statePrefix = keyPrefix ?? config.redisStatePrefix
+  let redis: RedisClient | undefined
+  if (config.stateRedis && breaker) {
+    const client = redisConnector(config.stateRedis).connect({
       // Fail at once while Redis is down: the limiter then decides in process.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+      coalesceWrites: true,
     })
     client.on('error', () => {})
-    coalesceWritesPerLoopTurn(client)
     onClose(() => client.disconnect())
     // Until connected it would count in memory; the state store answered a moment ago.
     await connectedWithin(client, 2_000)
@@ -197,15 +213,20 @@ export async function openRateLimits(
           timeoutMs: config.cacheTimeoutMs,
           whenUnavailable: 'count-locally',
           reserveBlocks: true,
-          keyPrefix,
+          keyPrefix: statePrefix,
         })
-      : createRedisRateLimiter(policy, { redis, breaker, whenUnavailable: 'refuse', keyPrefix })
+      : createRedisRateLimiter(policy, {
+          redis,
+          breaker,
+          whenUnavailable: 'refuse',
+          keyPrefix: statePrefix,
+        })
   }
   return { sends: limiter('sends', sends), requests: limiter('requests', requests) }
 }
 
 /** Resolves once the client is ready, or after ms (it then counts in memory until it is). */
-function connectedWithin(client: Redis, ms: number): Promise<void> {
+function connectedWithin(client: RedisClient, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms)
     client.once('ready', () => {

@@ -5,7 +5,7 @@
 // (SHUTDOWN_GRACE_MS), closes its pools and exits 0.
 import { createApp } from './app.ts'
 import { type Config, ConfigError, loadConfig } from './config.ts'
-import { openDependencies } from './dependencies.ts'
+import { nearCacheMode, openDependencies } from './dependencies.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
 import { checkPortFree, listenFailure, openUrls } from './startup.ts'
@@ -67,6 +67,11 @@ async function main() {
       database: deps.db?.kind,
       cache: deps.cache?.kind,
       state: deps.state?.kind,
+      // One server, Sentinel or Cluster; a Cluster runs without the near cache.
+      ...(config.cacheRedis ? { redis: config.cacheRedis.kind } : {}),
+      ...(config.variant === 'full' && deps.cache?.kind === 'redis'
+        ? { nearCache: nearCacheMode(config) }
+        : {}),
     },
     urls.message,
   )

@@ -5,7 +5,9 @@
 // state database and no default resume secret, `lb` (nginx) is the only way
 // in and balances them round robin without buffering event streams, each
 // example variant runs under the `examples` profile with its APP_VARIANT, k6
-// under `bench` aimed at lb, and the stores keep their data in named volumes.
+// under `bench` aimed at lb, profile `sentinel` runs a replica, three
+// Sentinels and the service on them, and the stores keep their data in named
+// volumes.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -253,11 +255,64 @@ describe('compose.yaml: examples and k6', () => {
     expect(strings(k6.volumes).some((volume) => volume.startsWith('./bench/'))).toBe(true)
   })
 
-  test('only the examples and k6 sit behind a profile', () => {
+  test('only the examples, k6 and the Sentinel deployment sit behind a profile', () => {
     const profiled = serviceNames.filter((name) => service(name).profiles !== undefined)
     expect(profiled.sort()).toEqual(
-      [...serviceNames.filter((name) => name.startsWith('example-')), 'k6'].sort(),
+      [
+        ...serviceNames.filter((name) => name.startsWith('example-')),
+        'k6',
+        ...SENTINEL_PROFILE,
+      ].sort(),
     )
+  })
+})
+
+/** The services of profile `sentinel`. */
+const SENTINEL_PROFILE = ['redis-replica', 'sentinel-1', 'sentinel-2', 'sentinel-3', 'app-sentinel']
+
+describe('compose.yaml: profile sentinel', () => {
+  const sentinels = SENTINEL_PROFILE.filter((name) => name.startsWith('sentinel-'))
+  /** The `sentinel monitor <name> <host> <port> <quorum>` line a Sentinel is started with. */
+  const monitor = (name: string) =>
+    /sentinel monitor (\S+) (\S+) (\d+) (\d+)/.exec(strings(service(name).command).join(' '))
+
+  test('every service of it runs under profile sentinel only', () => {
+    for (const name of SENTINEL_PROFILE)
+      expect(strings(service(name).profiles)).toEqual(['sentinel'])
+  })
+
+  test('redis-replica replicates redis, named by its service', () => {
+    const command = strings(service('redis-replica').command).join(' ')
+    expect(String(service('redis-replica').image)).toMatch(/^redis:/)
+    expect(command).toContain('--replicaof redis 6379')
+    expect(command).toContain('--replica-announce-ip redis-replica')
+  })
+
+  test('three Sentinels watch redis under one name, a majority deciding a failover', () => {
+    expect(sentinels).toHaveLength(3)
+    for (const name of sentinels) {
+      expect(String(service(name).image)).toMatch(/^redis:/)
+      expect(strings(service(name).command).join(' ')).toContain('redis-sentinel')
+      const [, primary, host, port, quorum] = monitor(name) ?? []
+      expect([primary, host, port]).toEqual(['conduit', 'redis', '6379'])
+      expect(Number(quorum)).toBe(2)
+    }
+  })
+
+  test('app-sentinel is the full service on the Sentinels, not on REDIS_URL', () => {
+    const env = environment('app-sentinel')
+    expect(service('app-sentinel').image).toBe(service('app').image)
+    expect(env.APP_VARIANT).toBe('full')
+    expect(env.REDIS_SENTINELS?.split(',').sort()).toEqual(sentinels.map((name) => `${name}:26379`))
+    expect(env.REDIS_SENTINEL_NAME).toBe(monitor('sentinel-1')?.[1])
+    expect(env.REDIS_URL).toBeUndefined()
+    expect(env.REDIS_STATE_URL).toBeUndefined()
+    expect(env.RESUME_TOKEN_SECRET).toBe(`\${RESUME_TOKEN_SECRET:-}`)
+    const healthcheck = fields(service('app-sentinel').healthcheck, 'app-sentinel.healthcheck')
+    expect(strings(healthcheck.test).join(' ')).toContain('/ready')
+    const dependsOn = fields(service('app-sentinel').depends_on, 'app-sentinel.depends_on')
+    for (const store of ['postgres', ...sentinels])
+      expect(fields(dependsOn[store], store).condition).toBe('service_healthy')
   })
 })
 

@@ -204,37 +204,114 @@ describe('RESUME_TOKEN_SECRET', () => {
 })
 
 describe('REDIS_STATE_URL', () => {
-  test('defaults to the cache server one database up, so a cache flush cannot reach it', () => {
-    expect(loadConfig({ REDIS_URL: 'redis://cache:6379' }).redisStateUrl).toBe(
-      'redis://cache:6379/1',
-    )
-    expect(loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/4' }).redisStateUrl).toBe(
-      'redis://:pw@cache:6379/5',
-    )
+  test("defaults to REDIS_URL's own database: state and cache are told apart by key prefix", () => {
+    expect(loadConfig({ REDIS_URL: 'redis://cache:6379' }).redisStateUrl).toBe('redis://cache:6379')
+    const config = loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/4' })
+    expect(config.stateRedis).toEqual({ kind: 'server', url: 'redis://:pw@cache:6379/4' })
+    expect(config.cacheRedis).toEqual(config.stateRedis)
+    expect(config.redisCachePrefix).toBe('conduit:c:')
+    expect(config.redisStatePrefix).toBe('conduit:s:')
   })
 
   test('is in-process without Redis, or when set to memory://', () => {
     expect(loadConfig({}).redisStateUrl).toBeUndefined()
+    expect(loadConfig({}).stateRedis).toBeUndefined()
     expect(loadConfig({ REDIS_URL: 'memory://' }).redisStateUrl).toBeUndefined()
     expect(
-      loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_STATE_URL: 'memory://' }).redisStateUrl,
+      loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_STATE_URL: 'memory://' }).stateRedis,
     ).toBeUndefined()
   })
 
-  test('is used as given, on another server or database', () => {
+  test('is used as given, on another server or database, or the same one', () => {
     expect(
       loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_STATE_URL: 'redis://state:6379/0' })
         .redisStateUrl,
     ).toBe('redis://state:6379/0')
+    expect(
+      loadConfig({ REDIS_URL: 'redis://cache:6379/2', REDIS_STATE_URL: 'redis://cache:6379/2' })
+        .redisStateUrl,
+    ).toBe('redis://cache:6379/2')
+    expect(configError({ REDIS_STATE_URL: 'http://x' }).message).toContain('REDIS_STATE_URL')
+  })
+})
+
+describe('REDIS_CACHE_PREFIX and REDIS_STATE_PREFIX', () => {
+  test('are used as given', () => {
+    const config = loadConfig({ REDIS_CACHE_PREFIX: 'app1:cache:', REDIS_STATE_PREFIX: 'app1:st:' })
+    expect(config.redisCachePrefix).toBe('app1:cache:')
+    expect(config.redisStatePrefix).toBe('app1:st:')
   })
 
-  test('refuses the cache database itself, naming the variable', () => {
-    const error = configError({
-      REDIS_URL: 'redis://cache:6379/2',
-      REDIS_STATE_URL: 'redis://cache:6379/2',
-    })
-    expect(error.message).toContain('REDIS_STATE_URL')
-    expect(configError({ REDIS_STATE_URL: 'http://x' }).message).toContain('REDIS_STATE_URL')
+  test('refuse braces (they would change hash tags), spaces and more than 64 characters', () => {
+    for (const prefix of ['a{b}:', 'a}', 'with space:', 'x'.repeat(65)])
+      expect(configError({ REDIS_CACHE_PREFIX: prefix }).message).toContain('REDIS_CACHE_PREFIX')
+    expect(configError({ REDIS_STATE_PREFIX: '{s}' }).message).toContain('REDIS_STATE_PREFIX')
+  })
+
+  test('refuse prefixes a cache flush (SCAN <cache prefix>*) could mix up', () => {
+    for (const [cache, state] of [
+      ['same:', 'same:'],
+      ['conduit:', 'conduit:s:'],
+      ['conduit:c:x', 'conduit:c:'],
+    ])
+      expect(
+        configError({ REDIS_CACHE_PREFIX: cache ?? '', REDIS_STATE_PREFIX: state ?? '' }).message,
+      ).toContain('REDIS_STATE_PREFIX')
+  })
+})
+
+describe('REDIS_CLUSTER_NODES and REDIS_SENTINELS', () => {
+  test('a Cluster holds the cache and, unless REDIS_STATE_URL says otherwise, the state', () => {
+    const config = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-b:7001,[::1]:7002' })
+    const cluster = {
+      kind: 'cluster' as const,
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-b', port: 7001 },
+        { host: '::1', port: 7002 },
+      ],
+    }
+    expect(config.cacheRedis).toEqual(cluster)
+    expect(config.stateRedis).toEqual(cluster)
+    expect(config.redisStateUrl).toBeUndefined()
+    const apart = loadConfig({ REDIS_CLUSTER_NODES: 'a:1', REDIS_STATE_URL: 'redis://s:6379' })
+    expect(apart.stateRedis).toEqual({ kind: 'server', url: 'redis://s:6379' })
+  })
+
+  test("Sentinel needs the primary's name, and holds cache and state", () => {
+    const config = loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: 'main' })
+    const sentinel = {
+      kind: 'sentinel' as const,
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
+      name: 'main',
+    }
+    expect(config.cacheRedis).toEqual(sentinel)
+    expect(config.stateRedis).toEqual(sentinel)
+    expect(configError({ REDIS_SENTINELS: 's1:26379' }).message).toContain('REDIS_SENTINEL_NAME')
+    expect(configError({ REDIS_SENTINEL_NAME: 'main' }).message).toContain('REDIS_SENTINELS')
+  })
+
+  test('are alternatives to each other and to REDIS_URL', () => {
+    const both = configError({ REDIS_URL: 'redis://h:6379', REDIS_CLUSTER_NODES: 'a:1' })
+    expect(both.message).toContain('REDIS_URL and REDIS_CLUSTER_NODES')
+    expect(
+      configError({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'b:2' })
+        .message,
+    ).toContain('REDIS_SENTINELS and REDIS_CLUSTER_NODES')
+    expect(
+      loadConfig({ REDIS_URL: 'memory://', REDIS_CLUSTER_NODES: 'a:1' }).cacheRedis?.kind,
+    ).toBe('cluster')
+  })
+
+  test('a malformed node list names the variable', () => {
+    for (const list of ['a', 'a:', ':1', 'a:0', 'a:70000', 'a:1,,b:2', 'a b:1', 'http://a:1'])
+      expect(configError({ REDIS_CLUSTER_NODES: list }).message).toContain('REDIS_CLUSTER_NODES')
+    expect(configError({ REDIS_SENTINELS: 'x', REDIS_SENTINEL_NAME: 'm' }).message).toContain(
+      'REDIS_SENTINELS',
+    )
   })
 })
 
@@ -378,6 +455,7 @@ describe('every variable of the schema', () => {
       'MODELS',
       'MODELS_FILE',
       'OPENAI_API_KEY',
+      'REDIS_SENTINEL_NAME',
       'RESUME_TOKEN_SECRET',
     ])
   })

@@ -2,17 +2,19 @@
 // (private) Redis: reads through one instance, whose near cache holds the
 // history and the list, never serve them stale once a send through the other
 // instance has ended ([DONE] means the reply is stored and the keys dropped);
-// a value set directly in Redis by another client is what the next read
-// serves; DELETE /cache on one instance empties the other's near cache.
+// a value set directly in Redis by another client is what reads serve within
+// 2 s (as Redis pushes its invalidation); DELETE /cache on one instance empties the other's near cache.
 // Needs TEST_DATABASE_URL and redis-server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { historyKey, listKey } from '../src/conversation/cache-keys.ts'
 import { encodeList, listOf } from '../src/conversation/list-cache.ts'
+import { cacheRedisKey, DEFAULT_CACHE_PREFIX } from '../src/state/keyspace.ts'
 import type { Db } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
 import { TEST_DATABASE_URL, uniqueName } from './support/backends.ts'
+import { until } from './support/redis-deployments.ts'
 import { type PrivateRedis, REDIS_SERVER, startPrivateRedis } from './support/redis-server.ts'
 import {
   appendedChunks,
@@ -39,6 +41,9 @@ interface ListPage {
   items: { id: string; last_message: string }[]
   total: number
 }
+
+/** A cache key's name in Redis, under the service's default cache prefix. */
+const inRedis = (key: string) => cacheRedisKey(DEFAULT_CACHE_PREFIX, key)
 
 describe.skipIf(skipReason !== undefined)('near cache across two instances', () => {
   let schema: string
@@ -128,7 +133,7 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     }
   }, 60_000)
 
-  test('a value set directly in Redis by another client is what the next read serves', async () => {
+  test('a value set directly in Redis by another client is what reads serve within 2 s', async () => {
     const userId = uniqueName('user')
     const { conversationId } = await turn(a, userId, 'hello')
     expect((await history(a, userId, conversationId)).messages).toHaveLength(2)
@@ -136,14 +141,23 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     // The cached form: the owner, then the body (reads.ts).
     const planted: History = { conversation_id: conversationId, messages: [] }
     await raw.set(
-      historyKey(conversationId),
+      inRedis(historyKey(conversationId)),
       `{"owner":${JSON.stringify(userId)},"body":${JSON.stringify(planted)}}`,
       'EX',
       600,
     )
+    await until(
+      async () => (await history(a, userId, conversationId)).messages.length === 0,
+      'a reads the planted history',
+      2_000,
+    )
     expect(await history(a, userId, conversationId)).toEqual(planted)
-    await raw.del(historyKey(conversationId))
-    expect((await history(a, userId, conversationId)).messages).toHaveLength(2)
+    await raw.del(inRedis(historyKey(conversationId)))
+    await until(
+      async () => (await history(a, userId, conversationId)).messages.length === 2,
+      'a reads the history again',
+      2_000,
+    )
   }, 30_000)
 
   test('DELETE /cache through one instance empties the near cache of the other', async () => {
@@ -152,8 +166,9 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     // a keeps a planted list near...
     await list(a, userId)
     const planted = encodeList(listOf([]))
-    await raw.set(listKey(userId), planted, 'EX', 600)
-    expect((await list(a, userId)).total).toBe(0)
+    await raw.set(inRedis(listKey(userId)), planted, 'EX', 600)
+    // Another client's write reaches a's near cache as Redis pushes its invalidation: soon, not at once.
+    await until(async () => (await list(a, userId)).total === 0, 'a reads the planted list', 2_000)
     expect((await list(a, userId)).total).toBe(0)
     // ...until b flushes the cache: a then reads the database again.
     const flushed = await fetch(`${b.base}/cache`, { method: 'DELETE' })

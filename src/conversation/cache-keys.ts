@@ -1,13 +1,11 @@
-// The conversation API's cache keys and expiries (CONTRACT §4.5-§4.7).
+// The conversation API's cache keys (named in state/keyspace.ts, hash-tagged
+// by conversation or user) and expiries (CONTRACT §4.5-§4.7).
+export { contextKey, historyKey, listKey } from '../state/keyspace.ts'
 
 export const HISTORY_TTL_SECONDS = 600
 export const LIST_TTL_SECONDS = 600
 export const CONTEXT_TTL_SECONDS = 86_400
 export const CONTEXT_LENGTH = 20
-
-export const historyKey = (conversationId: string) => `conv:${conversationId}:history`
-export const listKey = (userId: string) => `user:${userId}:conversation_list`
-export const contextKey = (conversationId: string) => `chat:${conversationId}:context`
 
 /** Key prefixes of the near-cached keys (reads answered from process memory, see near-cache.ts). */
 export const NEAR_CACHED_PREFIXES = ['conv:', 'user:'] as const

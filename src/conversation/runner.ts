@@ -140,12 +140,15 @@ export function createTurnRunner(deps: RunnerDeps) {
   function drive(conversationId: string, state: Omit<Drive, 'done'>): Drive {
     const drive: Drive = { ...state, done: Promise.resolve() }
     drives.set(conversationId, drive)
+    // A stop whose message is lost still reaches the turns run here.
+    const unwatch = deps.stops.watch(conversationId)
     drive.done = runQueue(conversationId, drive)
       .catch((error) => {
         deps.warn('turn runner failed', error)
         return false
       })
       .then(async (lookAgain) => {
+        unwatch()
         drives.delete(conversationId)
         // A send accepted while the lease was being given back (or while this
         // drive was ending without it) is run now.

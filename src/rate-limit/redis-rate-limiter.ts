@@ -11,8 +11,9 @@
 // requests in memory (a bounded local allowance: the limit per process), so
 // reads go on; `refuse` throws the breaker's StoreUnavailableError (a 503),
 // for sends, which cannot run without the turn state on that Redis anyway.
-import type Redis from 'ioredis'
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
+import { rateLimitKey, rateLimitPrefix } from '../state/keyspace.ts'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
 import { memoryLimiterOf } from './memory-rate-limiter.ts'
 import {
@@ -28,14 +29,14 @@ export interface RedisRateLimiterOptions {
    * A client made with `enableOfflineQueue: false`, so a call while Redis is
    * down fails at once instead of waiting for a reconnect.
    */
-  redis: Redis
+  redis: RedisClient
   /** The state Redis's breaker (State.breaker): shared with the state and the other limit. */
   breaker: StoreBreaker
   /** Longest one count may wait for Redis; the breaker's own deadline unless told. */
   timeoutMs?: number
   /** What an unavailable Redis means: count in this process, or refuse (503). */
   whenUnavailable: 'count-locally' | 'refuse'
-  /** Prepended to every key (tests run side by side on one Redis). */
+  /** The state's role prefix (REDIS_STATE_PREFIX; tests use a random one). */
   keyPrefix?: string
   /**
    * Take points from Redis in blocks and spend them in the process
@@ -57,14 +58,15 @@ export function createRedisRateLimiter(
     storeClient: options.redis,
     points: policy.points,
     duration: policy.windowSeconds,
-    keyPrefix: `${options.keyPrefix ?? ''}ratelimit:${policy.name}`,
+    keyPrefix: rateLimitPrefix(options.keyPrefix ?? '', policy.name),
     rejectIfRedisNotReady: true,
   })
   const local = memoryLimiterOf(policy)
 
   /** One count in Redis; a refusal past the limit is an answer, not a failure of the store. */
   const count = (key: string, points: number): Promise<Counted> =>
-    shared.consume(key, points).then(
+    // The user's id as the key's hash tag (keyspace.ts).
+    shared.consume(rateLimitKey(key), points).then(
       (counted) => ({ counted }),
       (rejection: unknown) =>
         rejection instanceof RateLimiterRes ? { refused: rejection } : Promise.reject(rejection),

@@ -1,9 +1,10 @@
 // The ConversationLeases port: at most one instance at a time runs the turns
 // of a conversation. A lease expires unless renewed, so the turns of an
 // instance that died are taken over; each grant carries a fencing token,
-// larger than every token granted before (across conversations, processes and
-// restarts of the store: tokens are clock-seeded microseconds), so storage
-// can refuse writes from a holder that lost its lease. Adapters:
+// larger than every token granted before for the conversation (and, as far as
+// clocks agree, across conversations, processes and restarts of the store:
+// tokens are clock-seeded microseconds), so storage can refuse writes from a
+// holder that lost its lease. Adapters:
 // memory-leases.ts (in-process) and redis-leases.ts (shared by every instance).
 
 export interface Lease {

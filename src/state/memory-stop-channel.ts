@@ -31,6 +31,8 @@ export function createMemoryStopChannel(report?: ListenerErrorReport): StopChann
     subscribe(listener) {
       if (!closed) listeners.add(listener)
     },
+    // Nothing is lost in process: every request reaches every listener.
+    watch: () => () => {},
     async close() {
       closed = true
       listeners.clear()

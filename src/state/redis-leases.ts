@@ -1,19 +1,25 @@
-// ConversationLeases adapter for Redis (the state database), shared by every
+// ConversationLeases adapter for Redis (the state's keys), shared by every
 // instance. Each operation is one Lua script, so check-and-set is atomic:
 // acquire sets the lease key only when absent (else marks it wanted, in
-// `lease:<conversation>:wanted`), renew and release touch it only while it
+// `lease:{<conversation>}:wanted`), renew and release touch it only while it
 // still holds the caller's fencing token; release reports and clears the mark.
 // Renewals asked for in one tick (a runner renews all its leases at once) go
-// out as one script call. Tokens come from the Redis
-// clock in microseconds, bumped past one `fence:last` key, so they increase
-// across conversations, instances, and a wiped or restarted store.
-import type Redis from 'ioredis'
+// out as one script call (one per slot on a Cluster). Tokens come from the
+// Redis clock in microseconds, bumped past the conversation's last token
+// (`lease:{<conversation>}:fence`, kept a week), so they increase for each
+// conversation whatever the clocks of a failover's new primary say, and
+// across conversations, instances and a wiped store as far as the clocks do.
+// Every key of a conversation's lease carries its hash tag: one slot.
+import type { RedisClient } from '../storage/redis-connections.ts'
 import { redisScript } from '../storage/redis-script.ts'
+import { bySlot } from '../storage/redis-slots.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
+import { leaseKeys } from './keyspace.ts'
 
 // Redis >= 5 replicates script effects, not scripts, so TIME followed by a
 // write is allowed without redis.replicate_commands() (a no-op on Redis 7).
 // string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
+// KEYS: lease, fence, wanted. ARGV: ttl, how long the fence is kept.
 const ACQUIRE = redisScript(`if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('SET', KEYS[3], 1, 'PX', ARGV[1])
   return false
@@ -24,9 +30,12 @@ local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
 if token <= last then token = last + 1 end
 local text = string.format('%d', token)
-redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[2])
 redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
 return token`)
+
+/** How long a conversation's last token is kept after its last acquire. */
+const FENCE_KEPT_MS = 7 * 86_400_000
 
 // Renews any number of leases: KEYS the lease keys, ARGV the ttl then each key's token.
 const RENEW = redisScript(`local held = {}
@@ -57,8 +66,8 @@ return 0`)
 
 export interface RedisLeasesOptions {
   /** A client connected to the state database; it stays the caller's to close. */
-  redis: Redis
-  /** Prepended to every key (`lease:<conversation>`, `fence:last`); tests use a random one. */
+  redis: RedisClient
+  /** The state's role prefix (keyspace.ts); tests use a random one. */
   keyPrefix?: string
 }
 
@@ -71,8 +80,7 @@ function checkTtl(ttlMs: number) {
 export function createRedisLeases(options: RedisLeasesOptions): ConversationLeases {
   const { redis } = options
   const prefix = options.keyPrefix ?? ''
-  const fenceKey = `${prefix}fence:last`
-  const leaseKey = (conversationId: string) => `${prefix}lease:${conversationId}`
+  const leaseKey = (conversationId: string) => leaseKeys(prefix, conversationId).lease
   /** Renewals of this tick, by ttl. */
   let queued = new Map<number, Renewal[]>()
 
@@ -93,16 +101,17 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
   function flushRenewals(): void {
     const batch = queued
     queued = new Map()
-    for (const [ttlMs, renewals] of batch)
-      for (let start = 0; start < renewals.length; start += MAX_RENEWALS_PER_CALL)
-        void renewTogether(ttlMs, renewals.slice(start, start + MAX_RENEWALS_PER_CALL))
+    for (const [ttlMs, all] of batch)
+      for (const renewals of bySlot(redis, all, (renewal) => renewal.key))
+        for (let start = 0; start < renewals.length; start += MAX_RENEWALS_PER_CALL)
+          void renewTogether(ttlMs, renewals.slice(start, start + MAX_RENEWALS_PER_CALL))
   }
 
   return {
     async acquire(conversationId, ttlMs) {
       checkTtl(ttlMs)
-      const key = leaseKey(conversationId)
-      const token = await ACQUIRE.run(redis, [key, fenceKey, `${key}:wanted`], [ttlMs])
+      const { lease, fence, wanted } = leaseKeys(prefix, conversationId)
+      const token = await ACQUIRE.run(redis, [lease, fence, wanted], [ttlMs, FENCE_KEPT_MS])
       if (token === null) return undefined
       if (typeof token !== 'number' || !Number.isSafeInteger(token))
         throw new RangeError(`fencing token ${String(token)} is not an integer below 2^53`)
@@ -122,9 +131,9 @@ export function createRedisLeases(options: RedisLeasesOptions): ConversationLeas
         })
       })
     },
-    async release(lease) {
-      const key = leaseKey(lease.conversationId)
-      return (await RELEASE.run(redis, [key, `${key}:wanted`], [String(lease.token)])) === 1
+    async release(grant) {
+      const { lease, wanted } = leaseKeys(prefix, grant.conversationId)
+      return (await RELEASE.run(redis, [lease, wanted], [String(grant.token)])) === 1
     },
     async isHeld(conversationId) {
       return (await redis.exists(leaseKey(conversationId))) === 1

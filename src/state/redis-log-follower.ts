@@ -6,7 +6,13 @@
 // connection so the next XREAD includes it. A log that disappears (removed,
 // expired) is noticed by a check of the meta keys at most every blockMs, since
 // a blocked XREAD does not return when its key is deleted.
-import type Redis from 'ioredis'
+//
+// On a Cluster an XREAD can only name keys of one slot, and the logs lie in
+// the slots of 256 buckets: there the loop polls instead, a non-blocking XREAD
+// per bucket followed, in one pipeline per node, at a pace that grows with the
+// number of logs.
+import { duplicateClient, isCluster, type RedisClient } from '../storage/redis-connections.ts'
+import { bySlot, pipelined } from '../storage/redis-slots.ts'
 import { compareEntryIds, type TurnLogKeys } from './redis-turn-log-scripts.ts'
 
 export interface StreamEntry {
@@ -31,6 +37,8 @@ interface Watch {
 
 type XReadReply = [key: string, entries: [id: string, fields: string[]][]][] | null
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
 const COUNT = 1_000
 /** New logs within this window join the XREAD together. */
 const WAKE_DELAY_MS = 2
@@ -43,10 +51,16 @@ const WAKE_DELAY_MS = 2
  * 100 logs, at most 100 ms: 5,000 busy logs cost Redis about 15% of a core.
  */
 const paceMs = (logs: number) => Math.min(100, 5 + logs / 100)
+/**
+ * Time between polls on a Cluster: 10 ms + 1 ms per 10 logs, at most 250 ms,
+ * so a few logs are followed at once, and 1,000 cost at most 256 XREADs
+ * (one per bucket) every 110 ms, spread over the nodes.
+ */
+const pollMs = (logs: number) => Math.min(250, 10 + logs / 10)
 
 export class RedisLogFollower {
   private readonly watches = new Map<string, Watch>()
-  private connection: Redis | undefined
+  private connection: RedisClient | undefined
   private running = false
   private closed = false
   /** CLIENT ID of the blocking connection while its XREAD is pending. */
@@ -57,7 +71,7 @@ export class RedisLogFollower {
   private lastCheck = Date.now()
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly blockMs: number,
   ) {}
 
@@ -104,10 +118,10 @@ export class RedisLogFollower {
     this.connection?.disconnect()
   }
 
-  private blocking(): Redis {
+  private blocking(): RedisClient {
     if (!this.connection) {
       // XREAD BLOCK waits on purpose: no command deadline on this connection.
-      this.connection = this.redis.duplicate({ commandTimeout: undefined })
+      this.connection = duplicateClient(this.redis, { commandTimeout: undefined })
       // Errors surface on the XREAD; without a listener ioredis logs each one.
       this.connection.on('error', () => {})
     }
@@ -117,45 +131,77 @@ export class RedisLogFollower {
   private async loop(): Promise<void> {
     this.running = true
     while (!this.closed && this.watches.size > 0) {
-      const watches = [...this.watches.values()]
-      const connection = this.blocking()
-      const iteration = ++this.iteration
-      this.keysChanged = false
-      // Sent ahead of the XREAD on the same connection, so its reply comes first.
-      connection.client('ID').then(
-        (id) => {
-          if (this.iteration !== iteration) return
-          this.blockedId = id
-          if (this.keysChanged) this.scheduleWake()
-        },
-        () => {},
-      )
-      const startedAt = Date.now()
-      let reply: XReadReply = null
-      try {
-        reply = await connection.xread(
-          'COUNT',
-          COUNT,
-          'BLOCK',
-          this.blockMs,
-          'STREAMS',
-          ...watches.map((watch) => watch.keys.stream),
-          ...watches.map((watch) => watch.cursor),
-        )
-      } catch {
-        // Connection trouble: ioredis reconnects; don't spin meanwhile.
-        if (!this.closed) await new Promise((resolve) => setTimeout(resolve, 200))
-      } finally {
-        this.blockedId = undefined
-      }
-      if (reply) {
-        this.deliver(reply)
-        const rest = startedAt + paceMs(watches.length) - Date.now()
-        if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest))
-      }
+      if (isCluster(this.redis)) await this.poll()
+      else await this.block()
       if (Date.now() - this.lastCheck >= this.blockMs) await this.dropMissing()
     }
     this.running = false
+  }
+
+  /** One blocking XREAD over every followed log. */
+  private async block(): Promise<void> {
+    const watches = [...this.watches.values()]
+    const connection = this.blocking()
+    const iteration = ++this.iteration
+    this.keysChanged = false
+    // Sent ahead of the XREAD on the same connection, so its reply comes first.
+    connection.client('ID').then(
+      (id) => {
+        if (this.iteration !== iteration) return
+        this.blockedId = id
+        if (this.keysChanged) this.scheduleWake()
+      },
+      () => {},
+    )
+    const startedAt = Date.now()
+    let reply: XReadReply = null
+    try {
+      reply = await connection.xread(
+        'COUNT',
+        COUNT,
+        'BLOCK',
+        this.blockMs,
+        'STREAMS',
+        ...watches.map((watch) => watch.keys.stream),
+        ...watches.map((watch) => watch.cursor),
+      )
+    } catch {
+      // Connection trouble: ioredis reconnects; don't spin meanwhile.
+      if (!this.closed) await sleep(200)
+    } finally {
+      this.blockedId = undefined
+    }
+    if (reply) {
+      this.deliver(reply)
+      const rest = startedAt + paceMs(watches.length) - Date.now()
+      if (rest > 0) await sleep(rest)
+    }
+  }
+
+  /** One non-blocking XREAD per slot of followed logs (a Cluster), then a pause. */
+  private async poll(): Promise<void> {
+    const watches = [...this.watches.values()]
+    const startedAt = Date.now()
+    const replies = await pipelined(
+      this.redis,
+      bySlot(this.redis, watches, (watch) => watch.keys.stream).map((group) => ({
+        key: group[0]?.keys.stream ?? '',
+        add: (pipeline) =>
+          pipeline.xread(
+            'COUNT',
+            COUNT,
+            'STREAMS',
+            ...group.map((watch) => watch.keys.stream),
+            ...group.map((watch) => watch.cursor),
+          ),
+      })),
+    )
+    const found: NonNullable<XReadReply> = []
+    for (const [error, reply] of replies)
+      if (!error && reply) found.push(...(reply as NonNullable<XReadReply>))
+    this.deliver(found)
+    const rest = startedAt + pollMs(watches.length) - Date.now()
+    if (rest > 0 && !this.closed) await sleep(rest)
   }
 
   private deliver(reply: NonNullable<XReadReply>): void {
@@ -176,10 +222,14 @@ export class RedisLogFollower {
   private async dropMissing(): Promise<void> {
     this.lastCheck = Date.now()
     const watches = [...this.watches.values()]
-    const pipeline = this.redis.pipeline()
-    for (const watch of watches) pipeline.exists(watch.keys.meta)
-    const results = await pipeline.exec().catch(() => null)
-    results?.forEach(([error, exists], index) => {
+    const results = await pipelined(
+      this.redis,
+      watches.map(({ keys }) => ({
+        key: keys.meta,
+        add: (pipeline) => pipeline.exists(keys.meta),
+      })),
+    )
+    results.forEach(([error, exists], index) => {
       const watch = watches[index]
       if (!error && exists === 0 && watch && this.watches.get(watch.keys.stream) === watch)
         this.drop(watch.keys.stream)

@@ -7,7 +7,8 @@
 // (seen by a periodic check of idle mirrors that readers wait on), or nobody
 // wrote to it for openTtlMs. A mirror whose log was removed or expired
 // elsewhere ends its readers.
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
+import { pipelined } from '../storage/redis-slots.ts'
 import { LocalTurnLog } from './local-turn-log.ts'
 import type { BatchHooks } from './redis-log-batcher.ts'
 import type { TurnLogKeys } from './redis-turn-log-scripts.ts'
@@ -19,7 +20,7 @@ export class RedisLogMirrors implements BatchHooks {
   private closed = false
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: (messageId: string) => TurnLogKeys,
     private readonly openTtlMs: number,
     private readonly checkEveryMs: number,
@@ -63,6 +64,12 @@ export class RedisLogMirrors implements BatchHooks {
     this.detach(messageId)
   }
 
+  appendedItems(messageId: string, from: number, to: number): string[] | undefined {
+    const mirror = this.mirrors.get(messageId)
+    if (!mirror || from < mirror.base || to > mirror.end || from >= to) return undefined
+    return mirror.all().slice(from - mirror.base, to - mirror.base)
+  }
+
   /** Drops a mirror that may not match the log; its readers go on from Redis. */
   detach(messageId: string): void {
     const mirror = this.mirrors.get(messageId)
@@ -86,7 +93,7 @@ export class RedisLogMirrors implements BatchHooks {
   /**
    * Detaches mirrors nobody wrote to for openTtlMs. Checks the mirrors that
    * readers wait on and this process has not written to for a while against
-   * Redis (one pipeline): gone → their readers end; finished or written
+   * Redis (one pipeline, per node on a Cluster): gone → their readers end; finished or written
    * elsewhere (a new owner took over) → detached.
    */
   private async maintain(): Promise<void> {
@@ -98,11 +105,15 @@ export class RedisLogMirrors implements BatchHooks {
         suspects.push([id, mirror])
     if (suspects.length === 0 || this.checking) return
     this.checking = true
-    const pipeline = this.redis.pipeline()
-    for (const [id] of suspects) pipeline.hmget(this.keys(id).meta, 'length', 'finished')
-    const results = await pipeline.exec().catch(() => null)
+    const results = await pipelined(
+      this.redis,
+      suspects.map(([id]) => {
+        const { meta } = this.keys(id)
+        return { key: meta, add: (pipeline) => pipeline.hmget(meta, 'length', 'finished') }
+      }),
+    )
     this.checking = false
-    results?.forEach(([error, reply], index) => {
+    results.forEach(([error, reply], index) => {
       const [id, mirror] = suspects[index] ?? []
       if (error || !id || !mirror || this.mirrors.get(id) !== mirror) return
       const [length, finished] = reply as (string | null)[]

@@ -2,7 +2,7 @@
 // XRANGE on the main connection, then the entries the shared follower
 // (redis-log-follower.ts) hands over. Entries are matched to the reader's own
 // offset by id, so duplicates are skipped and a gap is filled by fetching again.
-import type Redis from 'ioredis'
+import type { RedisClient } from '../storage/redis-connections.ts'
 import type { FollowListener, RedisLogFollower, StreamEntry } from './redis-log-follower.ts'
 import {
   compareEntryIds,
@@ -54,7 +54,7 @@ interface Snapshot {
 }
 
 /** The log's meta and its entries after item `next` - 1; undefined when it is gone. */
-async function fetchFrom(redis: Redis, keys: TurnLogKeys, next: number) {
+async function fetchFrom(redis: RedisClient, keys: TurnLogKeys, next: number) {
   const results = await redis
     .pipeline()
     .hmget(keys.meta, 'length', 'finished')
@@ -81,7 +81,7 @@ async function fetchFrom(redis: Redis, keys: TurnLogKeys, next: number) {
  * the log is gone, the follower closes, or signal aborts.
  */
 export async function* readRemoteLog(
-  redis: Redis,
+  redis: RedisClient,
   follower: RedisLogFollower,
   keys: TurnLogKeys,
   offset: number,

@@ -1,18 +1,20 @@
-// Key names, stream entry ids and Lua scripts of the Redis TurnLogStore
-// (redis-turn-logs.ts). Every write to a log runs in a script, so the fence
-// check, the continuation check and the write are atomic. The writes of a
-// batch, to many logs, run as one script call: the store needs one Redis
-// server (or primary), not a Cluster, whose scripts must stay in one slot.
+// Entry ids and Lua scripts of the Redis TurnLogStore (redis-turn-logs.ts).
+// Every write to a log runs in a script, so the fence check, the continuation
+// check and the write are atomic. The writes of a batch, to many logs, run as
+// one script call per slot: on one server (or primary) all of them, on a
+// Cluster, whose scripts must stay in one slot, those of each slot.
 //
-// Keys:
-//   <prefix>{<messageId>}       stream: the items, then an end entry
-//   <prefix>{<messageId>}:meta  hash: conversationId, userId, fence, length,
+// Keys (names: keyspace.ts):
+//   turnlog:{<messageId>}       stream: the items, then an end entry
+//   turnlog:{<messageId>}:meta  hash: conversationId, userId, fence, length,
 //                               finished, renewAt (when the open expiry is next
 //                               renewed; absent until the stream exists)
-//   <prefix>unfinished          sorted set: the message ids of logs not
+//   turnlog:unfinished          sorted set: the message ids of logs not
 //                               finished, scored by when they were opened (ms);
-//                               a log that expired or was removed while open
-//                               stays until the store's unfinished() sees it gone
+//                               on a Cluster one per slot, with the logs of
+//                               that slot. A log that expired or was removed
+//                               while open stays until the store's
+//                               unfinished() sees it gone
 // The meta hash exists exactly as long as the log does; the stream only once
 // something was written. Both always carry the same expiry.
 //
@@ -23,15 +25,11 @@
 import { redisScript } from '../storage/redis-script.ts'
 import { TurnLogFencedError, TurnLogMissingError } from './turn-log-store.ts'
 
+export { turnLogKeys, unfinishedKey } from './keyspace.ts'
+
 export interface TurnLogKeys {
   stream: string
   meta: string
-}
-
-/** The two keys of a log. */
-export function turnLogKeys(prefix: string, messageId: string): TurnLogKeys {
-  const stream = `${prefix}{${messageId}}`
-  return { stream, meta: `${stream}:meta` }
 }
 
 /** The id after which reading from item `offset` starts. */
@@ -55,9 +53,7 @@ const FENCED = 'TURNLOG_FENCED'
 const FINISHED = 'TURNLOG_FINISHED'
 const EXISTS = 'TURNLOG_EXISTS'
 const BROKEN = 'TURNLOG_BROKEN'
-
-/** The sorted set of unfinished logs. */
-export const unfinishedKey = (prefix: string) => `${prefix}unfinished`
+const GAP = 'TURNLOG_GAP'
 
 /**
  * KEYS: meta, stream, unfinished. ARGV: conversationId, userId, openTtlMs,
@@ -81,23 +77,31 @@ return 1`)
 
 /**
  * Writes to any number of logs in one call: the log batcher sends one per
- * batch, so a batch costs one script call however many logs it touches.
+ * batch (per slot, on a Cluster), so a batch costs one script call however
+ * many logs it touches.
  * KEYS: the unfinished set, then meta and stream of each write, in pairs.
  * ARGV: nowMs, openTtlMs, retentionMs, then per write: kind (`a` append, `f`
- * finish), fence, item count, the items (for a finish, one: the message id,
- * taken off the unfinished set). Returns one reply per write, in order: for an append the
- * offset of its first item, for a finish the log's length, or an error code
- * (a string) when the fence check, the state or the stream refuses it; one
- * refused write changes nothing and leaves the others be.
+ * finish), fence, item count, start (the offset an append's first item takes,
+ * or -1: at the end), the items (for a finish, one: the message id, taken off
+ * the unfinished set). Returns one reply per write, in order: for an append
+ * the offset of its first item, for a finish the log's length, or an error
+ * code (a string) when the fence check, the state or the stream refuses it;
+ * one refused write changes nothing and leaves the others be.
  *
  * An append checks the fence and the state with one HMGET and adds its items
  * at the meta's `length`: XADD itself refuses an id at or below the stream's
- * last, so a stream ahead of its meta is caught without reading it. The open
- * expiry is renewed on both keys only when the meta's `renewAt` has passed
- * (half the open expiry after the last renewal; a log opened without items
- * has none, so the append that creates its stream renews): an open log expires between half and
- * all of openTtlMs after its last append. A finish adds the end entry and sets
- * the retention expiry; finishing a finished log changes nothing.
+ * last, so a stream ahead of its meta is caught without reading it. An append
+ * with a start is sent again after a failure whose outcome was unknown: a log
+ * already past its items means it landed then (it answers its start and
+ * writes nothing); a log short of its start lost acknowledged writes (a
+ * failover to a replica that had not got them): GAP:<length>, and the batcher
+ * writes them again from its mirror if it can.
+ * The open expiry is renewed on both keys only when the meta's `renewAt` has
+ * passed (half the open expiry after the last renewal; a log opened without
+ * items has none, so the append that creates its stream renews): an open log
+ * expires between half and all of openTtlMs after its last append. A finish
+ * adds the end entry and sets the retention expiry; finishing a finished log
+ * changes nothing.
  */
 export const WRITE_SCRIPT = redisScript(`
 local now = tonumber(ARGV[1])
@@ -107,7 +111,8 @@ local replies = {}
 for k = 2, #KEYS, 2 do
   local meta, stream = KEYS[k], KEYS[k + 1]
   local kind, fence, count = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local first = a + 3
+  local start = tonumber(ARGV[a + 3])
+  local first = a + 4
   a = first + count
   local reply
   local m = redis.call('HMGET', meta, 'fence', 'length', 'finished', 'renewAt')
@@ -122,8 +127,10 @@ for k = 2, #KEYS, 2 do
       redis.call('PEXPIRE', stream, ARGV[3])
     end
     redis.call('ZREM', KEYS[1], ARGV[first])
+  elseif start >= 0 and count > 0 and tonumber(m[2]) >= start + count then reply = start
   elseif m[3] == '1' then reply = '${FINISHED}'
   elseif count == 0 then reply = tonumber(m[2])
+  elseif start >= 0 and tonumber(m[2]) ~= start then reply = '${GAP}:' .. m[2]
   else
     local n = tonumber(m[2])
     reply = n
@@ -163,6 +170,13 @@ if m[5] ~= '1' then
 end
 return {m[2], m[3], m[4], m[5]}`)
 
+/** The length of a log that lost acknowledged items, from a write's GAP reply; else undefined. */
+export function gapLength(reply: unknown): number | undefined {
+  if (typeof reply !== 'string' || !reply.startsWith(`${GAP}:`)) return undefined
+  const length = Number(reply.slice(GAP.length + 1))
+  return Number.isSafeInteger(length) ? length : undefined
+}
+
 /** The port's error for a script's error reply or code (other errors pass through). */
 export function turnLogError(error: Error | string, messageId: string): Error {
   const message = typeof error === 'string' ? error : error.message
@@ -171,5 +185,9 @@ export function turnLogError(error: Error | string, messageId: string): Error {
   if (message.includes(FINISHED)) return new Error(`turn log ${messageId} is finished`)
   if (message.includes(EXISTS)) return new Error(`turn log ${messageId} already exists`)
   if (message.includes(BROKEN)) return new Error(`turn log ${messageId}: stream and meta disagree`)
+  if (message.includes(GAP))
+    return new Error(
+      `turn log ${messageId} lost items it had acknowledged (a failover to a stale replica)`,
+    )
   return typeof error === 'string' ? new Error(`turn log ${messageId}: ${error}`) : error
 }

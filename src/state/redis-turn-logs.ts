@@ -17,9 +17,17 @@
 // (a blocked XREAD does not notice a deleted key, so existence is checked).
 // Nothing about a log stays in this process after finish (or remove).
 //
+// On a Cluster every script touches one slot: logs are spread over 256
+// buckets (keyspace.ts), each a hash tag with its own set of unfinished logs,
+// and batches and sweeps send one call per bucket, one pipeline per node
+// (redis-slots.ts); readers of other processes' logs poll
+// (redis-log-follower.ts).
+//
 // The client must speak RESP2-shaped replies (ioredis' default) and carry no
 // ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
-import type Redis from 'ioredis'
+import { isCluster, type RedisClient } from '../storage/redis-connections.ts'
+import { pipelined } from '../storage/redis-slots.ts'
+import { turnLogBucket, turnLogBuckets } from './keyspace.ts'
 import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'
@@ -35,7 +43,7 @@ import type { TurnLogIdentity, TurnLogInfo, TurnLogStore } from './turn-log-stor
 
 export interface RedisTurnLogsOptions {
   /** An ioredis client connected to the state database; the caller closes it. */
-  redis: Redis
+  redis: RedisClient
   /** Prepended to every key; default `turnlog:`. */
   keyPrefix?: string
   /** How long a finished log stays readable. */
@@ -52,12 +60,20 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
   const prefix = options.keyPrefix ?? 'turnlog:'
   const openTtlMs = options.openTtlMs ?? 3_600_000
   const keys = (messageId: string) => turnLogKeys(prefix, messageId)
-  const unfinished = unfinishedKey(prefix)
+  const cluster = isCluster(redis)
+  /** The set of unfinished logs a log is listed in: the one of its bucket, on a Cluster. */
+  const unfinishedOf = (messageId: string) =>
+    cluster ? unfinishedKey(prefix, turnLogBucket(messageId)) : unfinishedKey(prefix)
+  /** Every set of unfinished logs. */
+  const unfinishedSets = () =>
+    cluster
+      ? turnLogBuckets().map((bucket) => unfinishedKey(prefix, bucket))
+      : [unfinishedKey(prefix)]
   const blockMs = options.blockMs ?? 2_000
   const mirrors = new RedisLogMirrors(redis, keys, openTtlMs, blockMs)
   const batcher = new RedisLogBatcher(
     redis,
-    unfinished,
+    unfinishedOf,
     { openMs: openTtlMs, retentionMs },
     mirrors,
   )
@@ -88,9 +104,11 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
       const { meta, stream } = keys(messageId)
       await OPEN_SCRIPT.run(
         redis,
-        [meta, stream, unfinished],
+        [meta, stream, unfinishedOf(messageId)],
         [conversationId, userId, openTtlMs, Date.now(), messageId, ...items],
       ).catch((error: Error) => Promise.reject(turnLogError(error, messageId)))
+      // Its runner writes it under its lease's token, whatever the fence it was opened at.
+      batcher.track(messageId, undefined, items.length)
       mirrors.opened(messageId, items)
     },
 
@@ -114,6 +132,8 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
         length: Number(length),
         finished: finished === '1',
       }
+      if (info.finished) batcher.untrack(messageId)
+      else batcher.track(messageId, fence, info.length)
       // The first acknowledged append makes the mirror; a stale one must go.
       if (info.finished || mirrors.get(messageId)?.end !== info.length) mirrors.detach(messageId)
       return info
@@ -163,18 +183,40 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
     },
 
     async unfinished(olderThanMs, limit) {
-      const ids = await redis.zrangebyscore(
-        unfinished,
-        '-inf',
-        Date.now() - olderThanMs,
-        'LIMIT',
-        0,
-        limit,
+      // One set, or on a Cluster one per bucket: one pipeline per node.
+      const sets = unfinishedSets()
+      const cutoff = Date.now() - olderThanMs
+      const listed = await pipelined(
+        redis,
+        sets.map((key) => ({
+          key,
+          add: (pipeline) =>
+            pipeline.zrangebyscore(key, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, limit),
+        })),
       )
+      const found: { messageId: string; openedAt: number }[] = []
+      for (const [error, reply] of listed) {
+        if (error) throw error
+        const flat = reply as string[]
+        for (let at = 0; at + 1 < flat.length; at += 2)
+          found.push({ messageId: flat[at] ?? '', openedAt: Number(flat[at + 1]) })
+      }
+      // Oldest first, across the sets.
+      const ids = found
+        .sort((a, b) => a.openedAt - b.openedAt)
+        .slice(0, limit)
+        .map((entry) => entry.messageId)
       if (ids.length === 0) return []
-      const pipeline = redis.pipeline()
-      for (const id of ids) pipeline.hmget(keys(id).meta, 'conversationId', 'userId', 'finished')
-      const replies = (await pipeline.exec()) ?? []
+      const replies = await pipelined(
+        redis,
+        ids.map((id) => {
+          const { meta } = keys(id)
+          return {
+            key: meta,
+            add: (pipeline) => pipeline.hmget(meta, 'conversationId', 'userId', 'finished'),
+          }
+        }),
+      )
       const open: TurnLogIdentity[] = []
       const gone: string[] = []
       ids.forEach((messageId, index) => {
@@ -185,7 +227,13 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
         else open.push({ messageId, conversationId, userId })
       })
       // Expired or removed while open: nothing left to end.
-      if (gone.length > 0) await redis.zrem(unfinished, ...gone)
+      await pipelined(
+        redis,
+        gone.map((id) => {
+          const set = unfinishedOf(id)
+          return { key: set, add: (pipeline) => pipeline.zrem(set, id) }
+        }),
+      )
       return open
     },
 
@@ -196,7 +244,8 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
 
     async remove(messageId) {
       const { meta, stream } = keys(messageId)
-      await redis.multi().del(meta, stream).zrem(unfinished, messageId).exec()
+      await redis.multi().del(meta, stream).zrem(unfinishedOf(messageId), messageId).exec()
+      batcher.untrack(messageId)
       mirrors.end(messageId)
       follower.drop(stream)
     },

@@ -1,17 +1,23 @@
 // The state of turns that is not a copy of anything (CONTRACT §13): turn logs,
 // leases, stop requests, and the counter variant's count. It lives apart from
 // the cache, so `DELETE /cache` and a cache flush never reach it: in-process
-// for the embedded defaults, or a Redis database of its own (REDIS_STATE_URL,
-// by default the cache server's next database number).
+// for the embedded defaults, or in Redis under a role prefix of its own
+// (REDIS_STATE_PREFIX; on REDIS_URL's database unless REDIS_STATE_URL names
+// another, or on a Sentinel-managed primary or a Cluster).
 import { randomBytes } from 'node:crypto'
-import Redis from 'ioredis'
-import { coalesceWritesPerLoopTurn } from '../storage/redis-write-coalescing.ts'
+import type { Command } from 'ioredis'
+import {
+  type RedisClient,
+  type RedisConnector,
+  redisConnector,
+} from '../storage/redis-connections.ts'
 import {
   createStoreBreaker,
   STATE_DEADLINE_MS,
   type StoreBreaker,
 } from '../storage/store-breaker.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
+import { secretKey } from './keyspace.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
 import { createMemoryTurnLogs } from './memory-turn-logs.ts'
@@ -49,7 +55,7 @@ export interface State {
 export interface StateOptions {
   /** How long a finished turn's stream stays resumable. */
   retentionMs: number
-  /** Prepended to every key and channel (tests run side by side on one Redis). */
+  /** The role prefix of every key and channel (REDIS_STATE_PREFIX; tests use a random one). */
   keyPrefix?: string
   /** Told of failures nobody waits for (a stop listener that throws). */
   warn?: (message: string, error: unknown) => void
@@ -85,16 +91,22 @@ export function createMemoryState(options: StateOptions): State {
   }
 }
 
-/** Connects to the state database at `url`; fails when it does not answer. */
-export async function openRedisState(url: string, options: StateOptions): Promise<State> {
+/** Connects to the state's Redis (a redis:// URL, or any deployment); fails when it does not answer. */
+export async function openRedisState(
+  target: string | RedisConnector,
+  options: StateOptions,
+): Promise<State> {
   const prefix = options.keyPrefix ?? ''
   const timeoutMs = options.commandTimeoutMs ?? STATE_DEADLINE_MS
-  const redis = new Redis(url, {
+  const connector = typeof target === 'string' ? redisConnector(target) : target
+  const redis = connector.connect({
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
     commandTimeout: timeoutMs,
+    // Commands issued in one loop turn (renewals, log batches) share a socket write.
+    coalesceWrites: true,
   })
   redis.on('error', () => {})
   // Every state command opens the breaker when it misses its deadline or loses
@@ -108,8 +120,6 @@ export async function openRedisState(url: string, options: StateOptions): Promis
     onStateChange: options.onStateChange,
   })
   tripOnOutage(redis, breaker)
-  // Commands issued in one loop turn (renewals, log batches) share a socket write.
-  coalesceWritesPerLoopTurn(redis)
   try {
     await redis.ping()
     const logs = createRedisTurnLogs({
@@ -127,7 +137,7 @@ export async function openRedisState(url: string, options: StateOptions): Promis
       stops: gateStops(stops, breaker),
       breaker,
       async sharedSecret(name) {
-        const key = `${prefix}secret:${name}`
+        const key = secretKey(prefix, name)
         await redis.set(key, randomBytes(32).toString('hex'), 'NX')
         const secret = await redis.get(key)
         if (secret === null)
@@ -150,13 +160,20 @@ export async function openRedisState(url: string, options: StateOptions): Promis
   }
 }
 
-/** Opens breaker whenever a command of redis fails because the server cannot be reached. */
-function tripOnOutage(redis: Redis, breaker: StoreBreaker): void {
-  const send = redis.sendCommand.bind(redis)
-  redis.sendCommand = (command, stream) => {
+/**
+ * Opens breaker whenever a command of redis fails because the server cannot
+ * be reached: every command passes through the client's own sendCommand, so
+ * this sees each one's outcome without a wrapper around each call site.
+ */
+function tripOnOutage(redis: RedisClient, breaker: StoreBreaker): void {
+  const client = redis as unknown as {
+    sendCommand: (command: Command, ...rest: unknown[]) => unknown
+  }
+  const send = client.sendCommand.bind(redis)
+  client.sendCommand = (command, ...rest) => {
     command.promise.catch((error: unknown) => {
       if (isStateUnavailable(error)) breaker.trip(error)
     })
-    return send(command, stream)
+    return send(command, ...rest)
   }
 }

@@ -55,7 +55,7 @@ export interface Cache {
   listReplace(key: string, values: readonly string[], ttlSeconds: number): Promise<void>
   /** The whole list at key, oldest first; empty when absent. */
   listAll(key: string): Promise<string[]>
-  /** Deletes every key this cache holds (the whole cache database). */
+  /** Deletes every key this cache holds (on Redis: those under its prefix), and no other. */
   flush(): Promise<void>
   /** Resolves when the cache answers; throws otherwise. */
   ping(): Promise<void>

@@ -1,10 +1,16 @@
-// Cache adapter for a real Redis server, through ioredis. Commands fail fast
-// while Redis is down (one retry) and reconnects are frequent, so that
-// resilient-cache.ts sees an outage at once and its end within a second.
-import Redis from 'ioredis'
-import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
+// Cache adapter for a real Redis (one server, Sentinel or Cluster: see
+// redis-connections.ts), through ioredis. Commands fail fast while Redis is
+// down (one retry) and reconnects are frequent, so that resilient-cache.ts
+// sees an outage at once and its end within a second. Keys live under the
+// cache's role prefix (state/keyspace.ts), and a flush removes those keys
+// only (SCAN + UNLINK on every primary): the state, or another application,
+// may share the database.
+import { cacheRedisKey, prefixPattern } from '../state/keyspace.ts'
+import type { Cache } from './cache.ts'
+import { FILL_WINDOW_MS } from './cache.ts'
+import { isCluster, primariesOf, type RedisConnector, redisConnector } from './redis-connections.ts'
 import { redisScript } from './redis-script.ts'
-import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
+import { bySlot } from './redis-slots.ts'
 
 /**
  * RPUSH + LTRIM + EXPIRE as one script: unlike MULTI, it stops at the first
@@ -37,36 +43,62 @@ redis.call('DEL', unpack(KEYS, half + 1))
 return deleted`
 
 export interface RedisCacheOptions {
-  /** Prepended to every key; flush() then deletes only keys with it (tests). */
+  /**
+   * The role prefix of every key (REDIS_CACHE_PREFIX); flush() deletes only
+   * keys with it. Empty: the whole database is the cache's (FLUSHDB).
+   */
   keyPrefix?: string
 }
 
-export function createRedisCache(url: string, options: RedisCacheOptions = {}): Cache {
+/** SCAN's page size while flushing. */
+const FLUSH_SCAN_COUNT = 500
+
+/** A cache on the Redis at `target` (a redis:// URL, or a connector of any deployment). */
+export function createRedisCache(
+  target: string | RedisConnector,
+  options: RedisCacheOptions = {},
+): Cache {
   const prefix = options.keyPrefix ?? ''
-  const redis = new Redis(url, {
+  const connector = typeof target === 'string' ? redisConnector(target) : target
+  const redis = connector.connect({
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 300),
     // A command cut off by a lost connection fails instead of being replayed
     // on the next one, after the cache was emptied (see resilient-cache.ts).
     autoResendUnfulfilledCommands: false,
+    coalesceWrites: true,
   })
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})
-  coalesceWritesPerLoopTurn(redis)
-  const k = (key: string) => prefix + key
+  const k = (key: string) => cacheRedisKey(prefix, key)
+  /** The key that marks `key` as being filled: in its slot, as it carries its hash tag. */
+  const marker = (key: string) => `${k(key)}:fill`
   const listPush = redisScript(LIST_PUSH)
   const listPushIfPresent = redisScript(LIST_PUSH_IF_PRESENT)
   const fill = redisScript(FILL)
   const delWithFills = redisScript(DEL_WITH_FILLS)
 
+  /** SCAN + UNLINK of the prefix's keys on every primary, one key per UNLINK (they may lie in many slots). */
   async function flushPrefixed() {
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
-      if (keys.length > 0) await redis.unlink(...keys)
-      cursor = next
-    } while (cursor !== '0')
+    for (const node of primariesOf(redis)) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await node.scan(
+          cursor,
+          'MATCH',
+          prefixPattern(prefix),
+          'COUNT',
+          FLUSH_SCAN_COUNT,
+        )
+        if (keys.length > 0) {
+          const pipeline = node.pipeline()
+          for (const key of keys) pipeline.unlink(key)
+          await pipeline.exec().then(throwOnFailedCommand)
+        }
+        cursor = next
+      } while (cursor !== '0')
+    }
   }
 
   return {
@@ -77,18 +109,21 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
       else await redis.set(k(key), value, 'EX', ttlSeconds)
     },
     async del(...keys) {
-      if (keys.length === 0) return 0
-      // One step, so no fill can land between the keys and their markers.
-      const markers = keys.map((key) => k(fillKey(key)))
-      return Number(await delWithFills.run(redis, [...keys.map(k), ...markers], []))
+      // One step per slot, so no fill can land between a key and its marker.
+      const counts = await Promise.all(
+        bySlot(redis, keys, k).map(async (group) =>
+          Number(await delWithFills.run(redis, [...group.map(k), ...group.map(marker)], [])),
+        ),
+      )
+      return counts.reduce((sum, count) => sum + count, 0)
     },
     async startFill(key) {
       const token = crypto.randomUUID()
-      await redis.set(k(fillKey(key)), token, 'PX', FILL_WINDOW_MS)
+      await redis.set(marker(key), token, 'PX', FILL_WINDOW_MS)
       return token
     },
     async fill(key, token, value, ttlSeconds) {
-      const set = await fill.run(redis, [k(key), k(fillKey(key))], [token, value, ttlSeconds])
+      const set = await fill.run(redis, [k(key), marker(key)], [token, value, ttlSeconds])
       return set === 1
     },
     incr: (key) => redis.incr(k(key)),
@@ -113,14 +148,16 @@ export function createRedisCache(url: string, options: RedisCacheOptions = {}): 
     },
     listAll: (key) => redis.lrange(k(key), 0, -1),
     async flush() {
-      if (prefix === '') await redis.flushdb()
-      else await flushPrefixed()
+      if (prefix !== '') await flushPrefixed()
+      else for (const node of primariesOf(redis)) await node.flushdb()
     },
     async ping() {
       await redis.ping()
     },
     onConnectionLost(listener) {
       redis.on('close', listener)
+      // A Cluster client stays up while one of its nodes goes (a failover).
+      if (isCluster(redis)) redis.on('-node', listener)
     },
     async close() {
       redis.disconnect()

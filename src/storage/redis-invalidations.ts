@@ -5,7 +5,9 @@
 // redirect those messages to itself, then subscribes to __redis__:invalidate.
 // It speaks RESP2 because ioredis drops RESP3 `invalidate` pushes. Tracking
 // lives and dies with the connection: a drop is reported at once, and after a
-// reconnect tracking is set up again before connected() is said.
+// reconnect (to a new primary, after a Sentinel failover) tracking is set up
+// again before connected() is said. Not for a Cluster: tracking is per node,
+// and the service runs without a near cache there (dependencies.ts).
 //
 // A frozen server or a network that holds packets drops nothing, so the feed
 // also asks: every sync's PING has the cache's deadline (store-breaker.ts),
@@ -15,9 +17,9 @@
 // to track again once the server answers. So no write waits on a frozen feed
 // longer than one deadline, and an instance that only serves near hits stops
 // within a heartbeat and a deadline.
-import Redis from 'ioredis'
+import { cacheKeyOf } from '../state/keyspace.ts'
 import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
-import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
+import { isCluster, type RedisConnector, redisConnector } from './redis-connections.ts'
 import { withDeadline } from './store-breaker.ts'
 
 const CHANNEL = '__redis__:invalidate'
@@ -25,7 +27,7 @@ const CHANNEL = '__redis__:invalidate'
 export interface RedisInvalidationsOptions {
   /** Key prefixes to report, as the service names keys. */
   prefixes: readonly string[]
-  /** The shared cache's own key prefix (tests), prepended on Redis and cut from reports. */
+  /** The shared cache's role prefix, prepended on Redis and cut from reports. */
   keyPrefix?: string
   /** CLIENT SETNAME of the tracking connection, to find it in CLIENT LIST. */
   connectionName?: string
@@ -36,12 +38,13 @@ export interface RedisInvalidationsOptions {
 }
 
 export function openRedisInvalidations(
-  url: string,
+  target: string | RedisConnector,
   options: RedisInvalidationsOptions,
 ): InvalidationFeed {
   const keyPrefix = options.keyPrefix ?? ''
   const timeoutMs = options.timeoutMs ?? 500
-  const redis = new Redis(url, {
+  const connector = typeof target === 'string' ? redisConnector(target) : target
+  const client = connector.connect({
     protocol: 2,
     connectionName: options.connectionName ?? 'conduit-near-cache',
     // Subscribing again is not enough after a reconnect: tracking must come first.
@@ -49,7 +52,13 @@ export function openRedisInvalidations(
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    coalesceWrites: true,
   })
+  if (isCluster(client)) {
+    client.disconnect()
+    throw new Error('a near cache needs one Redis primary, not a Cluster')
+  }
+  const redis = client
   let listener: InvalidationListener | undefined
   let tracking = false
   let closed = false
@@ -59,7 +68,12 @@ export function openRedisInvalidations(
   async function startTracking() {
     try {
       const id = await redis.client('ID')
-      const prefixes = options.prefixes.flatMap((prefix) => ['PREFIX', keyPrefix + prefix])
+      // A key without a hash tag is stored as {key} (keyspace.ts): both forms are followed.
+      const prefixes = options.prefixes
+        .flatMap((prefix) =>
+          prefix === '' ? [keyPrefix] : [keyPrefix + prefix, `${keyPrefix}{${prefix}`],
+        )
+        .flatMap((prefix) => ['PREFIX', prefix])
       await redis.call('CLIENT', 'TRACKING', 'on', 'REDIRECT', String(id), 'BCAST', ...prefixes)
       await redis.subscribe(CHANNEL)
       tracking = true
@@ -72,7 +86,6 @@ export function openRedisInvalidations(
 
   // Connection errors show as a drop below; without a listener ioredis logs each one.
   redis.on('error', () => {})
-  coalesceWritesPerLoopTurn(redis)
   redis.on('ready', () => void startTracking())
   redis.on('close', () => {
     tracking = false
@@ -84,8 +97,8 @@ export function openRedisInvalidations(
     if (!Array.isArray(payload)) return listener?.flushed()
     const keys: string[] = []
     for (const raw of payload) {
-      const key = String(raw)
-      if (key.startsWith(keyPrefix)) keys.push(key.slice(keyPrefix.length))
+      const key = cacheKeyOf(keyPrefix, String(raw))
+      if (key !== undefined) keys.push(key)
     }
     listener?.changed(keys)
   })

@@ -4,13 +4,17 @@
 // defineCommand does, without its extra SCRIPT EXISTS round trip in pipelines.
 // A NOSCRIPT reply means the script did not run, so running it again is safe.
 import { createHash } from 'node:crypto'
-import type Redis from 'ioredis'
+import type { RedisClient } from './redis-connections.ts'
 
 export interface RedisScript {
   readonly lua: string
   readonly sha: string
   /** Runs the script on `redis` (EVALSHA, then EVAL on NOSCRIPT). */
-  run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>
+  run(
+    redis: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown>
 }
 
 /** Whether a reply or error is Redis' "no script with this SHA1". */

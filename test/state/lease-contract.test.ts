@@ -1,5 +1,6 @@
 // The ConversationLeases contract, run unchanged over every adapter: memory
-// always, Redis when TEST_REDIS_URL is set. A "peer" is a second instance over
+// always, Redis when TEST_REDIS_URL is set, and Redis on a private Redis
+// Cluster where redis-server is installed. A "peer" is a second instance over
 // the same store (on Redis its own connection, as another process would open);
 // each open() is a new, empty store, as after a wipe.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -7,7 +8,13 @@ import Redis from 'ioredis'
 import type { ConversationLeases, Lease } from '../../src/state/conversation-leases.ts'
 import { createMemoryLeases } from '../../src/state/memory-leases.ts'
 import { createRedisLeases } from '../../src/state/redis-leases.ts'
+import { primariesOf, type RedisClient } from '../../src/storage/redis-connections.ts'
 import { uniqueName } from '../support/backends.ts'
+import {
+  clusterConnector,
+  REDIS_DEPLOYMENTS_MISSING,
+  sharedCluster,
+} from '../support/redis-deployments.ts'
 
 interface LeaseBackend {
   name: string
@@ -15,8 +22,12 @@ interface LeaseBackend {
   open(): Promise<{ store: ConversationLeases; peer(): ConversationLeases }>
 }
 
-const clients: Redis[] = []
+const clients: RedisClient[] = []
 const prefixes: string[] = []
+
+if (REDIS_DEPLOYMENTS_MISSING)
+  console.log(`lease-contract: Redis Cluster skipped: ${REDIS_DEPLOYMENTS_MISSING}`)
+const cluster = REDIS_DEPLOYMENTS_MISSING ? undefined : await sharedCluster()
 
 function leaseBackends(): LeaseBackend[] {
   // In-process leases are shared by sharing the store: a peer is the same one.
@@ -37,14 +48,29 @@ function leaseBackends(): LeaseBackend[] {
         return { store: connect(), peer: connect }
       },
     })
+  if (cluster)
+    backends.push({
+      name: 'redis cluster',
+      open: async () => {
+        const keyPrefix = `${uniqueName('leases')}:`
+        prefixes.push(keyPrefix)
+        const connect = () => {
+          const redis = clusterConnector(cluster).connect()
+          clients.push(redis)
+          return createRedisLeases({ redis, keyPrefix })
+        }
+        return { store: connect(), peer: connect }
+      },
+    })
   return backends
 }
 
 afterAll(async () => {
-  for (const prefix of prefixes) {
-    const keys = (await clients[0]?.keys(`${prefix}*`)) ?? []
-    if (keys.length > 0) await clients[0]?.del(...keys)
-  }
+  // Every client's nodes: the Redis one and the Cluster's.
+  const nodes = new Set(clients.flatMap((client) => primariesOf(client)))
+  for (const node of nodes)
+    for (const prefix of prefixes)
+      for (const key of await node.keys(`${prefix}*`)) await node.unlink(key)
   await Promise.all(clients.map((client) => client.quit()))
 })
 

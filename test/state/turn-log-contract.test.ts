@@ -1,8 +1,9 @@
 // The TurnLogStore contract, run unchanged over every adapter here: the
 // in-process one always, the Redis one when TEST_REDIS_URL is set (a random
-// key prefix per run, deleted afterwards). A second Redis store on a second
-// connection stands for another process, so cross-instance reading is tested
-// too. Waits are on events and promises, never on sleeps.
+// key prefix per run, deleted afterwards), and the Redis one on a private
+// Redis Cluster where redis-server is installed. A second Redis store on a
+// second connection stands for another process, so cross-instance reading is
+// tested too. Waits are on events and promises, never on sleeps.
 import { afterAll, describe, expect, spyOn, test } from 'bun:test'
 import Redis from 'ioredis'
 import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
@@ -13,13 +14,21 @@ import {
   TurnLogMissingError,
   type TurnLogStore,
 } from '../../src/state/turn-log-store.ts'
+import { primariesOf, type RedisClient } from '../../src/storage/redis-connections.ts'
 import { uniqueName } from '../support/backends.ts'
+import { startFaultProxy, targetOf, throughProxy } from '../support/fault-proxy.ts'
+import {
+  clusterConnector,
+  REDIS_DEPLOYMENTS_MISSING,
+  sharedCluster,
+  until,
+} from '../support/redis-deployments.ts'
 
 const RETENTION_MS = 10_000
 const OPEN_TTL_MS = 60_000
 
 interface TurnLogBackend {
-  name: 'memory' | 'redis'
+  name: 'memory' | 'redis' | 'redis cluster'
   /** A store as one process sees it. */
   open(): TurnLogStore
   /** A store as another process sees it (Redis only), blocking XREADs up to blockMs. */
@@ -49,7 +58,7 @@ function redisBackend(url: string): TurnLogBackend {
   const client = new Redis(url)
   const otherClient = new Redis(url)
   const stores: TurnLogStore[] = []
-  const make = (redis: Redis, blockMs = 200) => {
+  const make = (redis: RedisClient, blockMs = 200) => {
     const store = createRedisTurnLogs({
       redis,
       keyPrefix: prefix,
@@ -79,10 +88,51 @@ function redisBackend(url: string): TurnLogBackend {
   }
 }
 
+/** The Redis store on a Cluster (every key and script per slot, readers polling). */
+function clusterBackend(connect: () => RedisClient): TurnLogBackend {
+  const prefix = `${uniqueName('turnlog')}:`
+  const client = connect()
+  const otherClient = connect()
+  const stores: TurnLogStore[] = []
+  const make = (redis: RedisClient, blockMs = 200) => {
+    const store = createRedisTurnLogs({
+      redis,
+      keyPrefix: prefix,
+      retentionMs: RETENTION_MS,
+      openTtlMs: OPEN_TTL_MS,
+      blockMs,
+    })
+    stores.push(store)
+    return store
+  }
+  return {
+    name: 'redis cluster',
+    open: () => make(client),
+    openOther: (blockMs) => make(otherClient, blockMs),
+    async cleanup() {
+      for (const store of stores) await store.close()
+      for (const node of primariesOf(client)) {
+        const keys = await node.keys(`${prefix}*`)
+        for (const key of keys) await node.unlink(key)
+      }
+      await client.quit()
+      await otherClient.quit()
+    },
+  }
+}
+
+if (REDIS_DEPLOYMENTS_MISSING)
+  console.log(`turn-log-contract: Redis Cluster skipped: ${REDIS_DEPLOYMENTS_MISSING}`)
+const cluster = REDIS_DEPLOYMENTS_MISSING ? undefined : await sharedCluster()
+
 function turnLogBackends(): TurnLogBackend[] {
   const backends = [memoryBackend()]
   const url = process.env.TEST_REDIS_URL
   if (url) backends.push(redisBackend(url))
+  if (cluster) {
+    const connector = clusterConnector(cluster)
+    backends.push(clusterBackend(() => connector.connect()))
+  }
   return backends
 }
 
@@ -119,7 +169,7 @@ for (const backend of turnLogBackends()) {
     afterAll(() => backend.cleanup(), 30_000)
 
     test('durable names the adapter', () => {
-      expect(store.durable).toBe(backend.name === 'redis')
+      expect(store.durable).toBe(backend.name !== 'memory')
     })
 
     test('open, info, append, finish', async () => {
@@ -500,6 +550,58 @@ for (const backend of turnLogBackends()) {
         await inspect.client.hset(meta, 'length', 1)
         await expect(other.append(messageId, ['x'], 0)).rejects.toThrow('disagree')
         expect(await other.readAll(messageId)).toEqual(['a', 'b'])
+      })
+
+      test('an append whose reply was lost with the connection is sent again and lands once', async () => {
+        const proxy = await startFaultProxy(targetOf(inspect.url))
+        const client = new Redis(throughProxy(inspect.url, proxy), { maxRetriesPerRequest: 1 })
+        client.on('error', () => {})
+        const through = createRedisTurnLogs({
+          redis: client,
+          keyPrefix: inspect.prefix,
+          retentionMs: RETENTION_MS,
+        })
+        try {
+          const messageId = await logWith(through, ['a'])
+          const { meta } = turnLogKeys(inspect.prefix, messageId)
+          // The request reaches Redis; its reply is held, then the connection is cut.
+          proxy.delay(1_000)
+          const appending = through.append(messageId, ['b', 'c'], 0)
+          await until(
+            async () => (await inspect.client.hget(meta, 'length')) === '3',
+            'the append reached Redis',
+          )
+          proxy.drop()
+          proxy.delay(0)
+          proxy.pass()
+          await appending
+          await through.append(messageId, ['d'], 0)
+          expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd'])
+        } finally {
+          await through.close()
+          client.disconnect()
+          await proxy.close()
+        }
+      })
+
+      test('items a stale failover lost are written again by their writer, from its mirror', async () => {
+        const messageId = await logWith(store, ['a', 'b', 'c'])
+        const { meta, stream } = turnLogKeys(inspect.prefix, messageId)
+        /** The log as a replica that had its first `length` items has it once it is the primary. */
+        const loseAllBut = async (length: number) => {
+          const kept = await inspect.client.xrange(stream, '-', '+', 'COUNT', length)
+          await inspect.client.del(stream)
+          for (const [id, fields] of kept) await inspect.client.xadd(stream, id, ...fields)
+          await inspect.client.hset(meta, 'length', length)
+        }
+        await loseAllBut(1)
+        await store.append(messageId, ['d'], 0)
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd'])
+        // A writer that does not have them (it took the log over) is refused.
+        expect(await other.claim(messageId, 1)).toMatchObject({ length: 4 })
+        await loseAllBut(3)
+        await expect(other.append(messageId, ['e'], 1)).rejects.toThrow('lost items')
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
       })
 
       test('readers on another instance follow live, join while it blocks, end at finish', async () => {

@@ -93,7 +93,8 @@ describe.skipIf(!REDIS_SERVER)('near cache on a real Redis', () => {
     return { cache, next, gets: shared.gets, name }
   }
 
-  const key = () => `k:${uniqueName('key')}`
+  // Hash-tagged, as the service's keys are: the cache stores them under the name they have.
+  const key = () => `k:{${uniqueName('key')}}`
 
   beforeAll(async () => {
     redis = await startPrivateRedis()
@@ -118,7 +119,7 @@ describe.skipIf(!REDIS_SERVER)('near cache on a real Redis', () => {
 
   test('keys that are not near always go to the shared cache', async () => {
     const a = await instance()
-    const k = uniqueName('far')
+    const k = `far:{${uniqueName('far')}}`
     await raw.set(k, 'v')
     expect(await a.cache.get(k)).toBe('v')
     expect(await a.cache.get(k)).toBe('v')

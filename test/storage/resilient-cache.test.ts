@@ -7,6 +7,7 @@
 // over real Redis behind a fault proxy (TEST_REDIS_URL) and a private
 // redis-server that is killed, frozen and restored (where one is installed).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { cacheRedisKey } from '../../src/state/keyspace.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
@@ -264,12 +265,12 @@ if (REDIS_SERVER) {
       await cache.set('history', '4 messages', 600)
       await server.kill()
       await server.start()
-      expect(await server.admin.get('history')).toBe('2 messages')
+      expect(await server.admin.get(cacheRedisKey('', 'history'))).toBe('2 messages')
       const back = Date.now()
       await eventually(async () => cache.available && (await cache.ping().then(() => true)), 2_000)
       expect(Date.now() - back).toBeLessThan(1_500)
       expect(await cache.get('history')).toBeNull()
-      expect(await server.admin.get('history')).toBeNull()
+      expect(await server.admin.get(cacheRedisKey('', 'history'))).toBeNull()
     })
 
     test('SIGSTOP: one timeout, then immediate; SIGCONT: back within a second', async () => {
@@ -288,7 +289,7 @@ if (REDIS_SERVER) {
       const back = Date.now()
       await eventually(() => cache.available, 1_500)
       expect(Date.now() - back).toBeLessThan(1_500)
-      expect(await server.admin.get('k')).toBeNull()
+      expect(await server.admin.get(cacheRedisKey('', 'k'))).toBeNull()
     })
   })
 }

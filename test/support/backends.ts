@@ -14,8 +14,10 @@ import { createNearCache, type InvalidationFeed } from '../../src/storage/near-c
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
+import type { RedisConnector } from '../../src/storage/redis-connections.ts'
 import { openRedisInvalidations } from '../../src/storage/redis-invalidations.ts'
 import { createResilientCache } from '../../src/storage/resilient-cache.ts'
+import { clusterConnector, REDIS_DEPLOYMENTS_MISSING, sharedCluster } from './redis-deployments.ts'
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
@@ -56,8 +58,8 @@ export async function openPglite(migrations?: Migration[]): Promise<Db> {
 }
 
 /** Real Redis under a key prefix of its own, flushed and closed after all tests. */
-function openRedisCache(url: string): Cache {
-  const cache = createRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
+function openRedisCache(target: string | RedisConnector): Cache {
+  const cache = createRedisCache(target, { keyPrefix: `${uniqueName('test')}:` })
   cleanups.push(async () => {
     await cache.flush()
     await cache.close()
@@ -209,7 +211,8 @@ export function dbBackends(): Backend<Db>[] {
 /**
  * Every cache adapter available here, for the Cache contract suite, each bare
  * and behind the resilient decorator (which must change nothing while the
- * cache is healthy).
+ * cache is healthy); and the Redis adapter on a private Redis Cluster where
+ * redis-server is installed.
  */
 export function cacheBackends(): Backend<Cache>[] {
   const backends: Backend<Cache>[] = [
@@ -224,5 +227,10 @@ export function cacheBackends(): Backend<Cache>[] {
       { name: 'redis+near', open: () => openNearRedisCache(url) },
       { name: 'bun-redis', open: async () => openBunRedisCache(url) },
     )
+  if (!REDIS_DEPLOYMENTS_MISSING)
+    backends.push({
+      name: 'redis cluster',
+      open: async () => openRedisCache(clusterConnector(await sharedCluster())),
+    })
   return backends
 }

@@ -1,19 +1,20 @@
 // APP_VARIANT=counter as an operator runs it: the count lives in the Redis
-// state database (REDIS_URL's database + 1), so it survives a restart of the
-// process and a flush of the cache database. Needs TEST_REDIS_URL; uses Redis
-// logical databases of its own (the key must be exactly counter:visits, no
-// test prefix).
+// state (REDIS_URL's database, under the state prefix), so it survives a
+// restart of the process and a flush of the cache. Needs TEST_REDIS_URL; uses
+// Redis logical databases of its own (the service's own prefixes, no test
+// prefix).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { DEFAULT_CACHE_PREFIX } from '../../src/state/keyspace.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { TEST_REDIS_URL } from '../support/backends.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const ENTRY = join(ROOT, 'src', 'index.ts')
-/** Logical databases the other tests never use (cache 9, state 10); flushed before and after. */
+/** Logical databases the other tests never use (9, and 10 as it once was); flushed before and after. */
 const COUNTER_DB = 9
 
 const skipReason = !TEST_REDIS_URL
@@ -116,8 +117,11 @@ describe.skipIf(skipReason !== undefined)('counter across restarts', () => {
       expect(await stop(first)).toBe(0)
     }
 
-    // The count is state, not a cache copy: flushing the cache database keeps it.
-    await flush(COUNTER_DB)
+    // The count is state, not a cache copy: a flush of the cache (its prefix,
+    // on the same database by default) keeps it.
+    const cache = createRedisCache(counterRedisUrl(), { keyPrefix: DEFAULT_CACHE_PREFIX })
+    await cache.flush()
+    await cache.close()
     const second = await start(dataDir)
     try {
       expect((await visit(second.base)).body.visits).toBe(3)

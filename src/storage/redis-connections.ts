@@ -1,0 +1,124 @@
+// The one place a Redis deployment becomes clients (CONTRACT §18): a single
+// server (a redis:// URL), a primary managed by Sentinel (REDIS_SENTINELS,
+// REDIS_SENTINEL_NAME) or a Cluster (REDIS_CLUSTER_NODES). Each is a way to
+// build the same clients: the cache, the state and the rate limits ask a
+// RedisConnector for a client with their own deadlines and never look at
+// the deployment, except where a Cluster needs work split by slot
+// (redis-slots.ts) or the near cache is off.
+//
+// Only one server's clients get their writes coalesced per loop turn
+// (redis-write-coalescing.ts patches the socket's write at run time); the
+// Sentinel and Cluster clients keep ioredis' own socket handling.
+import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
+
+/** A client of any deployment: the commands are the same. */
+export type RedisClient = Redis | Cluster
+
+export interface HostPort {
+  host: string
+  port: number
+}
+
+export type RedisDeployment =
+  | { kind: 'server'; url: string }
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
+  | { kind: 'cluster'; nodes: HostPort[] }
+
+/** What a client wants beyond where Redis is: deadlines and how it reconnects. */
+export interface ClientOptions {
+  commandTimeout?: number
+  connectTimeout?: number
+  maxRetriesPerRequest?: number | null
+  retryStrategy?: (attempt: number) => number | null
+  enableOfflineQueue?: boolean
+  autoResendUnfulfilledCommands?: boolean
+  autoResubscribe?: boolean
+  protocol?: 2 | 3
+  connectionName?: string
+  /** One server only: the commands of one loop turn leave in one socket write. */
+  coalesceWrites?: boolean
+  /** Cluster only: SSUBSCRIBE / SPUBLISH (Redis 7) go to the node of the channel's slot. */
+  shardedSubscribers?: boolean
+}
+
+export interface RedisConnector {
+  readonly kind: RedisDeployment['kind']
+  /** A new client (connecting at once); the caller closes it. */
+  connect(options?: ClientOptions): RedisClient
+}
+
+export const isCluster = (redis: RedisClient): redis is Cluster => redis instanceof Cluster
+
+/** A redis:// URL is a single server; anything else is described. */
+export function redisConnector(target: string | RedisDeployment): RedisConnector {
+  const deployment: RedisDeployment =
+    typeof target === 'string' ? { kind: 'server', url: target } : target
+  return {
+    kind: deployment.kind,
+    connect(options = {}) {
+      const { coalesceWrites, shardedSubscribers, ...rest } = options
+      if (deployment.kind === 'cluster')
+        return new Cluster(deployment.nodes, clusterOptions(rest, shardedSubscribers))
+      const redisOptions: RedisOptions = { ...rest, reconnectOnError: reconnectWhenReadOnly }
+      if (deployment.kind === 'sentinel')
+        return new Redis({
+          ...redisOptions,
+          sentinels: deployment.sentinels,
+          name: deployment.name,
+          // Told of a new primary by the sentinels, rather than by failing commands.
+          failoverDetector: true,
+          sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+        })
+      const redis = new Redis(deployment.url, redisOptions)
+      if (coalesceWrites) coalesceWritesPerLoopTurn(redis)
+      return redis
+    },
+  }
+}
+
+/**
+ * A demoted primary (after a failover it comes back as a replica) answers
+ * writes with READONLY: connect again, to whichever is primary now. The
+ * command itself fails (it did not run), and its caller decides.
+ */
+const reconnectWhenReadOnly = (error: Error) => error.message.startsWith('READONLY')
+
+/** A Cluster client's options: the per-node ones go to every node's connection. */
+function clusterOptions(options: ClientOptions, shardedSubscribers?: boolean): ClusterOptions {
+  const { retryStrategy, enableOfflineQueue, ...perNode } = options
+  return {
+    redisOptions: perNode,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    clusterRetryStrategy: retryStrategy ?? ((attempt) => Math.min(attempt * 100, 2_000)),
+    // A failover takes the cluster's node timeout; commands meanwhile wait
+    // this long between tries, within their own deadline.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: 2_000,
+    ...(shardedSubscribers ? { shardedSubscribers: true } : {}),
+  }
+}
+
+/**
+ * Another connection to the same deployment with other options (a blocking
+ * reader, a subscriber), closed by the caller.
+ */
+export function duplicateClient(redis: RedisClient, options: ClientOptions = {}): RedisClient {
+  const { coalesceWrites: _, shardedSubscribers, ...rest } = options
+  if (!isCluster(redis)) return redis.duplicate(rest)
+  const base = redis.options
+  const { retryStrategy, enableOfflineQueue, ...perNode } = rest
+  return redis.duplicate([], {
+    redisOptions: { ...base.redisOptions, ...perNode },
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
+    ...(shardedSubscribers ? { shardedSubscribers: true } : {}),
+  })
+}
+
+/** The connections of a client to each primary (one, but on a Cluster). */
+export function primariesOf(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes('master') : [redis]
+}

@@ -1,0 +1,311 @@
+// Private Redis deployments for tests, started by the tests themselves on free
+// loopback ports in temporary directories and killed by pid afterwards: a
+// Redis Cluster of `redis-server --cluster-enabled yes` processes (joined with
+// `redis-cli --cluster create`, with replicas when asked), and a primary with
+// a replica watched by three Sentinels (`redis-sentinel`, or
+// `redis-server --sentinel` where that is missing). Only where redis-server
+// and redis-cli are installed (REDIS_DEPLOYMENTS_MISSING says what is not).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import Redis from 'ioredis'
+import { type HostPort, redisConnector } from '../../src/storage/redis-connections.ts'
+import { freePort, sleep } from './server-process.ts'
+
+const REDIS_SERVER = Bun.which('redis-server')
+const REDIS_CLI = Bun.which('redis-cli')
+const REDIS_SENTINEL = Bun.which('redis-sentinel')
+
+/** Why the private deployments cannot run here, or undefined when they can. */
+export const REDIS_DEPLOYMENTS_MISSING = !REDIS_SERVER
+  ? 'redis-server is not installed'
+  : !REDIS_CLI
+    ? 'redis-cli is not installed'
+    : undefined
+
+/** One redis-server process of a deployment. */
+export interface RedisNode extends HostPort {
+  /** A client of its own, for looking at it (not a cluster client). */
+  admin: Redis
+  /** SIGKILL: no shutdown, connections cut. */
+  kill(): Promise<void>
+  /** SIGSTOP / SIGCONT. */
+  freeze(): void
+  thaw(): void
+  readonly alive: boolean
+  /** Kills it if alive (thawed first) and closes its admin client. */
+  stop(): Promise<void>
+}
+
+const processes: Subprocess[] = []
+const dirs: string[] = []
+const admins: Redis[] = []
+
+/** Polls until check() holds, every 50 ms; throws `what` after ms. */
+export async function until(check: () => Promise<boolean>, what: string, ms = 20_000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await check().catch(() => false)) return
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
+    await sleep(50)
+  }
+}
+
+function startNode(args: string[], dir: string, binary = REDIS_SERVER ?? ''): RedisNode {
+  const port = freePort()
+  const proc = Bun.spawn(
+    [
+      binary,
+      ...args,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+    ],
+    { stdout: 'ignore', stderr: 'ignore' },
+  )
+  processes.push(proc)
+  const admin = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 })
+  admin.on('error', () => {})
+  admins.push(admin)
+  let alive = true
+  return {
+    host: '127.0.0.1',
+    port,
+    admin,
+    get alive() {
+      return alive
+    },
+    async kill() {
+      alive = false
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
+    freeze: () => proc.kill('SIGSTOP'),
+    thaw: () => proc.kill('SIGCONT'),
+    async stop() {
+      admin.disconnect()
+      alive = false
+      if (proc.exitCode !== null || proc.signalCode !== null) return
+      proc.kill('SIGCONT')
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
+  }
+}
+
+async function answers(node: RedisNode): Promise<void> {
+  await until(async () => {
+    if (node.admin.status === 'wait') await node.admin.connect()
+    return (await node.admin.ping()) === 'PONG'
+  }, `redis on ${node.port} answers`)
+}
+
+function tempDir(label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `conduit-${label}-`))
+  dirs.push(dir)
+  return dir
+}
+
+export interface PrivateCluster {
+  nodes: RedisNode[]
+  /** host:port of every node, for REDIS_CLUSTER_NODES. */
+  readonly spec: string
+  /** The masters now (as the live nodes see it). */
+  masters(): Promise<RedisNode[]>
+  /** Resolves once every live node sees all 16384 slots served and the cluster ok. */
+  healthy(ms?: number): Promise<void>
+  /** The master serving a slot now. */
+  masterOf(slot: number): Promise<RedisNode>
+  /** Kills every node. */
+  stop(): Promise<void>
+}
+
+/** A Cluster of `masters` masters with `replicas` replicas each, joined and healthy. */
+export async function startCluster(masters = 3, replicas = 0): Promise<PrivateCluster> {
+  const count = masters * (replicas + 1)
+  const nodes = Array.from({ length: count }, (_, i) =>
+    startNode(
+      [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${i}.conf`,
+        // A dead master is failed over after about this (the tests wait for it).
+        '--cluster-node-timeout',
+        '1000',
+      ],
+      tempDir('cluster'),
+    ),
+  )
+  await Promise.all(nodes.map(answers))
+  const create = Bun.spawn(
+    [
+      REDIS_CLI ?? '',
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `127.0.0.1:${node.port}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ],
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  const output = await new Response(create.stdout).text()
+  if ((await create.exited) !== 0) throw new Error(`redis-cli --cluster create failed: ${output}`)
+  const cluster: PrivateCluster = {
+    nodes,
+    spec: nodes.map((node) => `127.0.0.1:${node.port}`).join(','),
+    async masterOf(slot) {
+      const live = nodes.find((node) => node.alive)
+      const ranges = (await live?.admin.cluster('SLOTS')) ?? []
+      const range = ranges.find(([from, to]) => from <= slot && slot <= to)
+      const master = nodes.find((node) => node.port === Number(range?.[2]?.[1]))
+      if (!master) throw new Error(`no master serves slot ${slot}`)
+      return master
+    },
+    async stop() {
+      await Promise.all(nodes.map((node) => node.stop()))
+    },
+    async masters() {
+      const live = nodes.filter((node) => node.alive)
+      const roles = await Promise.all(live.map((node) => node.admin.role()))
+      return live.filter((_, i) => roles[i]?.[0] === 'master')
+    },
+    async healthy(ms = 20_000) {
+      await until(
+        async () => {
+          const live = nodes.filter((node) => node.alive)
+          const infos = await Promise.all(live.map((node) => node.admin.cluster('INFO')))
+          return infos.every(
+            (info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_ok:16384'),
+          )
+        },
+        'the cluster is ok on every live node',
+        ms,
+      )
+      // Replicas have their master's data before anything is killed.
+      await until(
+        async () => {
+          const live = nodes.filter((node) => node.alive)
+          const roles = await Promise.all(live.map((node) => node.admin.role()))
+          return roles.every((role) => role[0] !== 'slave' || role[3] === 'connected')
+        },
+        'every replica is in sync',
+        ms,
+      )
+    },
+  }
+  await cluster.healthy()
+  return cluster
+}
+
+export interface PrivateSentinels {
+  name: string
+  primary: RedisNode
+  replica: RedisNode
+  sentinels: RedisNode[]
+  /** host:port of the Sentinels, for REDIS_SENTINELS. */
+  readonly spec: string
+  /** The primary's port as the Sentinels report it now. */
+  primaryPort(): Promise<number>
+  /** Kills every process. */
+  stop(): Promise<void>
+}
+
+/** A primary with one replica, watched by three Sentinels that fail over within about 2 s. */
+export async function startSentinels(name = 'conduit'): Promise<PrivateSentinels> {
+  const primary = startNode([], tempDir('primary'))
+  await answers(primary)
+  const replica = startNode(['--replicaof', '127.0.0.1', String(primary.port)], tempDir('replica'))
+  await answers(replica)
+  await until(async () => (await replica.admin.role())[3] === 'connected', 'the replica is in sync')
+  const sentinels = Array.from({ length: 3 }, () => {
+    const dir = tempDir('sentinel')
+    const file = join(dir, 'sentinel.conf')
+    writeFileSync(
+      file,
+      [
+        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 5000`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    )
+    return REDIS_SENTINEL
+      ? startNode([file], dir, REDIS_SENTINEL)
+      : startNode([file, '--sentinel'], dir)
+  })
+  await Promise.all(sentinels.map(answers))
+  // Each Sentinel knows the replica and the other Sentinels before anything fails.
+  await until(async () => {
+    const views = await Promise.all(
+      sentinels.map((sentinel) => sentinel.admin.call('SENTINEL', 'MASTER', name)),
+    )
+    return views.every((view) => {
+      const fields = view as string[]
+      const field = (key: string) => Number(fields[fields.indexOf(key) + 1])
+      return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2
+    })
+  }, 'the Sentinels know the replica and each other')
+  return {
+    name,
+    primary,
+    replica,
+    sentinels,
+    spec: sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(','),
+    async stop() {
+      await Promise.all([primary, replica, ...sentinels].map((node) => node.stop()))
+    },
+    async primaryPort() {
+      const live = sentinels.find((sentinel) => sentinel.alive) ?? sentinels[0]
+      const address = (await live?.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as
+        | string[]
+        | null
+      return Number(address?.[1])
+    },
+  }
+}
+
+let shared: Promise<PrivateCluster> | undefined
+
+/**
+ * One 3-master Cluster for every suite of the test process that reads and
+ * writes but kills nothing (the contract suites), started on first use and
+ * stopped after all files (preload.ts).
+ */
+export function sharedCluster(): Promise<PrivateCluster> {
+  shared ??= startCluster(3, 0)
+  return shared
+}
+
+/** A client of a private Cluster, as the service builds one (REDIS_CLUSTER_NODES). */
+export function clusterConnector(cluster: PrivateCluster) {
+  return redisConnector({
+    kind: 'cluster',
+    nodes: cluster.nodes.map(({ host, port }) => ({ host, port })),
+  })
+}
+
+/** Kills every process started here (SIGCONT first, for frozen ones) and removes their directories. */
+export async function stopRedisDeployments(): Promise<void> {
+  shared = undefined
+  for (const admin of admins.splice(0)) admin.disconnect()
+  for (const proc of processes.splice(0)) {
+    if (proc.exitCode !== null || proc.signalCode !== null) continue
+    proc.kill('SIGCONT')
+    proc.kill('SIGKILL')
+    await proc.exited
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+}
