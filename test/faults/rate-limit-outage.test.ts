@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.ts'
 import { openRateLimits } from '../../src/dependencies.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { RateLimiter } from '../../src/rate-limit/rate-limiter.ts'
+import { rateLimitKey, rateLimitPrefix } from '../../src/state/keyspace.ts'
 import { openRedisState, type State } from '../../src/state/state.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { type FaultProxy, startFaultProxy, targetOf, throughProxy } from '../support/fault-proxy.ts'
@@ -88,7 +89,7 @@ function suite(open: () => Promise<Fault>) {
     })
     const { sends, requests } = limits as Required<RateLimits>
     const counted = async (name: string, user: string) =>
-      Number(await current.direct.get(`${keyPrefix}ratelimit:${name}:${user}`))
+      Number(await current.direct.get(`${rateLimitPrefix(keyPrefix, name)}:${rateLimitKey(user)}`))
     return { sends, requests, breaker: state.breaker, counted }
   }
 
