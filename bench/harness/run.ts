@@ -5,53 +5,30 @@
 // bare Bun + postgres.js server running the same statements), writes
 // bench/results/ under the date and commit, prints the targets met / missed,
 // and exits non-zero on wrong answers. Bounded by --max-seconds.
-// The history hit runs once more on a second server whose requests limit
-// counts (as a default deployment's does) but is set too high to refuse.
+// The server runs the default configuration's plugins (access log at info,
+// metrics, CORS for any origin, both rate limits counting, set too high to
+// refuse): what a default deployment pays a request.
 // `--scale` runs only the streaming scenarios, at thousands of streams, on one
 // and two instances (scale.ts).
 import { loadavg } from 'node:os'
 import { type Backend, backendFromEnv } from './backend.ts'
-import { type BareServer, startBare } from './bare.ts'
+import { startBare } from './bare.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
-import { type Prepared, prepareData } from './prepare.ts'
+import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
-import { measureRequests, measureScenario } from './requests.ts'
+import { measureRequests } from './requests.ts'
 import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
-import { rateLimitedHistoryScenario } from './scenarios.ts'
 import { measureSends, sendRatios } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
 import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
 
-/** RATE_LIMIT_REQUESTS of the server whose limit counts but never refuses (the most the config takes). */
-const LIMIT_NEVER_REACHED = 10_000_000
-
 const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
-
-/** The history hit on a second server of the same deployment whose requests limit counts. */
-async function measureLimitedHit(
-  backend: Backend,
-  bare: BareServer,
-  prepared: Prepared,
-  options: BenchOptions,
-) {
-  say('history hit with the requests limit counting (a second server)')
-  const limited = await startServer({
-    backend,
-    chunkDelayMs: 0,
-    env: { RATE_LIMIT_REQUESTS: String(LIMIT_NEVER_REACHED) },
-  })
-  try {
-    return await measureScenario(rateLimitedHistoryScenario(prepared), limited, bare, options, say)
-  } finally {
-    await limited.stop()
-  }
-}
 
 /** Request scenarios against the bare route, and send + stream against the stack reference and pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
@@ -62,7 +39,6 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
     say('preparing data through the API')
     const prepared = await prepareData(server.url)
     const requests = await measureRequests(server, bare, prepared, options, say)
-    requests.push(await measureLimitedHit(backend, bare, prepared, options))
     await bare.stop()
     say('send + stream')
     const sends = await measureSends(server, prepared.runId, backend, options, say)

@@ -11,6 +11,9 @@ import { tail, terminate, track } from './children.ts'
 const ROOT = resolve(import.meta.dir, '../..')
 const HOST = '127.0.0.1'
 
+/** Rate limits that count like the defaults but never refuse a benchmark's load (config maxima). */
+export const LIMIT_NEVER_REACHED = { sends: 1_000_000, requests: 10_000_000 } as const
+
 export interface ServerOptions {
   backend: Backend
   /** LOCAL_MODEL_CHUNK_DELAY_MS of this server. */
@@ -103,9 +106,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     RESUME_TOKEN_SECRET: options.resumeTokenSecret ?? randomBytes(32).toString('hex'),
     // Turns of a benchmark are short; a stuck one must not hold up the run.
     SHUTDOWN_GRACE_MS: '5000',
-    // One reader hammers the history route: the per-user limits would measure themselves.
-    RATE_LIMIT_SENDS: '0',
-    RATE_LIMIT_REQUESTS: '0',
+    // The default deployment counts every request and send against its user's
+    // limits, so the harness's server counts too, with limits no run reaches
+    // (the most the config takes): one reader hammers each route.
+    RATE_LIMIT_SENDS: String(LIMIT_NEVER_REACHED.sends),
+    RATE_LIMIT_REQUESTS: String(LIMIT_NEVER_REACHED.requests),
   }
   if (options.backend.redisUrl) env.REDIS_URL = options.backend.redisUrl
   // Named even when it is the default, so the harness meters the same database.
