@@ -13,6 +13,8 @@
 import { loadavg } from 'node:os'
 import { type Backend, backendFromEnv } from './backend.ts'
 import { startBare } from './bare.ts'
+import { compareWithBareSse } from './bare-sse-comparison.ts'
+import { runManyStreamsOnBareSse } from './bare-sse-streams.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
 import { prepareData } from './prepare.ts'
@@ -24,7 +26,13 @@ import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-rep
 import { measureSends, sendRatios } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
-import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
+import {
+  manyStreamsFailures,
+  scaleFailures,
+  scaleTargetChecks,
+  sendStreamFailures,
+  targetChecks,
+} from './targets.ts'
 
 const started = performance.now()
 const say = (message: string) =>
@@ -60,6 +68,7 @@ async function scaleRun(options: BenchOptions, backend: Backend): Promise<number
     machine,
     options,
     steps,
+    targets: steps.flatMap(scaleTargetChecks),
     failures: steps.flatMap(scaleFailures),
   }
   const paths = writeScaleReport(report)
@@ -86,14 +95,18 @@ async function main(): Promise<number> {
   const { requests, sends, runId } = await measureOneServer(options, backend)
   const { sendStream, reference: sendReference, pgbench, pgbenchSkipped } = sends
   say(`many streams: ${options.streamClients} clients`)
-  const manyStreams = await runManyStreams(backend, {
+  const manyStreamsSettings = {
     clients: options.streamClients,
     rampMs: options.streamRampMs,
     chunkDelayMs: options.chunkDelayMs,
     runId,
     clientProcesses: options.clientProcesses,
     words: options.streamWords,
-  })
+  }
+  const manyStreams = await runManyStreams(backend, manyStreamsSettings)
+  say(`many streams on the bare SSE reference: the same ${options.streamClients} clients`)
+  const bareSse = await runManyStreamsOnBareSse({ ...manyStreamsSettings, runId: `${runId}-bare` })
+  const versusBareSse = compareWithBareSse(manyStreams, bareSse)
   clearTimeout(watchdog)
   const report: BenchReport = {
     startedAt,
@@ -111,7 +124,19 @@ async function main(): Promise<number> {
     sendRatios: sendRatios(sends),
     sendCpu: sends.turnCpu,
     manyStreams,
-    targets: targetChecks(requests, sendStream, pgbench, sendReference),
+    bareSse,
+    versusBareSse,
+    sendServerUsPerTurn: sends.serverUsPerTurn,
+    sendServerCpuOfReference: sends.serverCpuOfReference,
+    targets: targetChecks({
+      requests,
+      sendStream,
+      pgbench,
+      sendReference,
+      serverUsPerTurn: sends.serverUsPerTurn,
+      serverCpuOfReference: sends.serverCpuOfReference,
+      versusBareSse,
+    }),
     failures: [
       ...requests.flatMap((result) => result.failures),
       ...sends.allSends.flatMap(sendStreamFailures),
@@ -119,6 +144,7 @@ async function main(): Promise<number> {
         .flatMap(sendStreamFailures)
         .map((failure) => `stack reference ${failure}`),
       ...manyStreamsFailures(manyStreams),
+      ...manyStreamsFailures(bareSse).map((failure) => `bare SSE server ${failure}`),
     ],
   }
   const paths = writeReport(report)
