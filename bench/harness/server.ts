@@ -20,6 +20,8 @@ export interface ServerOptions {
   chunkDelayMs: number
   /** Instances of one deployment share it (a resume token from one is valid on the other). */
   resumeTokenSecret?: string
+  /** Embedded on disk, as the defaults are: DATA_DIR instead of the backend's DATABASE_URL. */
+  dataDir?: string
   /** Variables set over the harness's own (a limit turned on, say). */
   env?: Record<string, string>
   /** Run under Bun's CPU profiler, writing `<name>.md` here when the server exits. */
@@ -101,7 +103,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     PORT: String(port),
     HOST,
     APP_VARIANT: 'full',
-    DATABASE_URL: options.backend.databaseUrl,
+    ...(options.dataDir
+      ? { DATA_DIR: options.dataDir }
+      : { DATABASE_URL: options.backend.databaseUrl }),
     LOCAL_MODEL_CHUNK_DELAY_MS: String(options.chunkDelayMs),
     RESUME_TOKEN_SECRET: options.resumeTokenSecret ?? randomBytes(32).toString('hex'),
     // Turns of a benchmark are short; a stuck one must not hold up the run.
