@@ -49,6 +49,30 @@ for (const backend of appBackends())
       }
     })
 
+    test('development default: a preflight may be cached 10 minutes, and names methods only when asked', async () => {
+      const { app } = await conversationApp({ backend })
+      const asked = await preflight(app, '/backend-api/conversations', FRONT_END)
+      expect(asked.headers.get('access-control-max-age')).toBe('600')
+      expect(asked.headers.get('vary')).toBe('*')
+      const bare = await app.handle(
+        new Request('http://localhost/backend-api/conversations', {
+          method: 'OPTIONS',
+          headers: { origin: FRONT_END },
+        }),
+      )
+      expect(bare.status).toBe(204)
+      expect(bare.headers.get('access-control-allow-origin')).toBe('*')
+      expect(bare.headers.get('access-control-max-age')).toBe('600')
+      expect(bare.headers.get('access-control-allow-methods')).toBeNull()
+      const read = await app.handle(
+        new Request('http://localhost/backend-api/models', { headers: { origin: FRONT_END } }),
+      )
+      expect(read.headers.get('access-control-allow-methods')).toBe(
+        'GET, POST, PATCH, DELETE, OPTIONS',
+      )
+      expect(read.headers.get('access-control-max-age')).toBeNull()
+    })
+
     test('JSON answers, errors and streams carry the allowance', async () => {
       const { app } = await conversationApp({ backend })
       const user = newUser()

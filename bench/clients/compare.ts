@@ -3,7 +3,7 @@
 // rounds so a noisy minute hits every contender alike:
 //  - the clients alone: 32 concurrent GET loops on one ~2 KB value;
 //  - minimal Elysia servers answering that value from each client, from the
-//    near cache, and from a constant (the bare route), loaded by autocannon;
+//    near cache, and from a constant (the bare route), loaded by the harness's generator (wrk);
 //    req/s and the server's CPU per request.
 // Needs REDIS_URL (loopback); writes bench/results/<date>-<commit>-redis-clients.md.
 import { randomBytes } from 'node:crypto'
@@ -14,7 +14,7 @@ import Redis from 'ioredis'
 import { assertLoopback } from '../harness/backend.ts'
 import { terminate, track } from '../harness/children.ts'
 import { processCpuSeconds } from '../harness/cpu.ts'
-import { runLoad } from '../harness/load.ts'
+import { runLoad, WRK } from '../harness/load.ts'
 import { describeMachine, machineLine } from '../harness/machine.ts'
 import { resultName } from '../harness/result-name.ts'
 
@@ -140,7 +140,7 @@ const lines = [
       `| ${name} | ${median(r.opsPerSec).toFixed(0)} | ${median(r.cpuUsPerOp).toFixed(1)} |`,
   ),
   '',
-  `| minimal Elysia GET, autocannon ${CONNECTIONS} connections | req/s | ÷ bare | p99 ms | server CPU µs per request |`,
+  `| minimal Elysia GET, ${WRK ? 'wrk' : 'autocannon'} ${CONNECTIONS} connections | req/s | ÷ bare | p99 ms | server CPU µs per request |`,
   '|---|--:|--:|--:|--:|',
   ...Object.entries(http).map(
     ([name, r]) =>

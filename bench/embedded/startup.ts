@@ -2,7 +2,7 @@
 // two costs of issue 9, for this checkout and any other given (e.g. an
 // export of main), in rotating rounds: the first start on a fresh DATA_DIR
 // (spawn to the first 200 from GET /health), and the server's CPU per
-// GET /health under load (autocannon, 10 connections, 3 s).
+// GET /health under load (wrk, or autocannon without it; 10 connections, 3 s).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'

@@ -36,6 +36,8 @@ export interface OpenLoopResult {
   latency: Summary
   /** From the moment the request was due (includes the generator's lag). */
   sinceDue: Summary
+  /** This process's CPU over the run's wall time (the generator runs here): 1 = a whole core. */
+  generatorCores: number
 }
 
 interface Pending {
@@ -154,6 +156,7 @@ export async function runOpenLoop(
   const interval = 1000 / settings.ratePerSec
   const total = Math.floor(settings.ratePerSec * settings.durationSec)
   const started = performance.now()
+  const cpuBefore = process.cpuUsage()
   const send = () => {
     const now = performance.now()
     while (sent < total && started + sent * interval <= now) {
@@ -186,6 +189,8 @@ export async function runOpenLoop(
     Bun.sleep(DRAIN_MS),
   ])
   for (const connection of connections) connection.socket?.end()
+  const cpu = process.cpuUsage(cpuBefore)
+  const wallSec = (performance.now() - started) / 1000
   return {
     offeredPerSec: settings.ratePerSec,
     answeredPerSec: answered / sendingSec,
@@ -196,5 +201,6 @@ export async function runOpenLoop(
     waitedForConnection: waited,
     latency: latency.summary(),
     sinceDue: sinceDue.summary(),
+    generatorCores: wallSec > 0 ? (cpu.user + cpu.system) / 1e6 / wallSec : 0,
   }
 }

@@ -122,9 +122,9 @@ export function parseOptions(args: string[]): BenchOptions {
     // a small machine: past 1,000 clients they are split over two.
     clientProcesses: numberFlag(args, 'client-processes', 1, 8) ?? (streamClients > 1_000 ? 2 : 1),
     // 40 words and more make the local model's longest reply (it echoes at
-    // most 40): about 60 chunks, 6 s at 100 ms a chunk. The default run keeps
-    // its short message.
-    streamWords: numberFlag(args, 'words', 0, 200) ?? (scale ? 48 : 0),
+    // most 40): about 60 chunks, 6 s at 100 ms a chunk. Every run uses it, so
+    // a stream's CPU per item is an item's, not mostly its turn's.
+    streamWords: numberFlag(args, 'words', 0, 200) ?? 48,
     profile: args.includes('--profile'),
     maxSeconds: numberFlag(args, 'max-seconds', 30, 1800) ?? defaultMax,
   }

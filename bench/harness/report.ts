@@ -4,11 +4,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { POSTGRES_POOL_SIZE } from '../../src/storage/postgres.ts'
+import type { BareSseComparison } from './bare-sse-comparison.ts'
 import { chartSvg } from './chart.ts'
 import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import type { PgbenchResult } from './pgbench.ts'
-import type { RequestResult } from './requests.ts'
+import { GENERATOR_MAX_CORES, type RequestResult } from './requests.ts'
 import { resultName } from './result-name.ts'
 import type { SendRatios, SendRound } from './sends.ts'
 import type { StreamSummary } from './stream-summary.ts'
@@ -42,6 +43,13 @@ export interface BenchReport {
   /** CPU µs per turn by process in the reported round's sends, stack reference and pgbench. */
   sendCpu: { service: TurnCpu; reference: TurnCpu; pgbench: TurnCpu } | undefined
   manyStreams: ManyStreamsResult
+  /** The same many-streams clients against the bare SSE server, right after. */
+  bareSse: ManyStreamsResult
+  /** manyStreams beside bareSse (service ÷ reference). */
+  versusBareSse: BareSseComparison
+  /** The service's server CPU µs per turn (median round), and ÷ the stack reference's (real Postgres only). */
+  sendServerUsPerTurn: number | undefined
+  sendServerCpuOfReference: number | undefined
   targets: TargetCheck[]
   /** Wrong answers; any makes the run exit non-zero. */
   failures: string[]
@@ -53,6 +61,11 @@ const middle = (values: number[]) =>
 const mib = (bytes: number | undefined) =>
   bytes === undefined ? 'n/a' : `${Math.round(bytes / 2 ** 20)} MiB`
 
+const us = (value: number | undefined, digits = 1) =>
+  value === undefined ? 'n/a' : `${fixed(value, digits)} µs`
+const cores = (value: number | undefined) =>
+  value === undefined ? 'n/a' : `${fixed(value * 100, 0)} %`
+
 function requestTable(report: BenchReport): string[] {
   const rows = report.requests.map(({ title, bytes, saturation, openLoop, failures }) => {
     const { service, bare } = saturation
@@ -61,23 +74,76 @@ function requestTable(report: BenchReport): string[] {
     return [
       title,
       String(bytes),
+      `**${us(saturation.serviceCpuUs)}** (${us(saturation.bareCpuUs)})`,
+      saturation.cpuRatio === undefined ? 'n/a' : `**${fixed(saturation.cpuRatio)}×**`,
       fixed(service.rps, 0),
       fixed(bare.rps, 0),
-      `**${fixed(saturation.ratio)}×**`,
-      saturation.cpuRatio === undefined
-        ? 'n/a'
-        : `${fixed(saturation.cpuRatio)}× (${fixed(middle(saturation.rounds.map((round) => round.serviceCpuUs ?? 0)), 0)} µs)`,
+      saturation.refused ?? `${fixed(saturation.ratio)}×`,
+      cores(saturation.generatorCores),
+      `${cores(middle(saturation.rounds.map((round) => round.serviceCores ?? 0)))} / ${cores(middle(saturation.rounds.map((round) => round.bareCores ?? 0)))}`,
       `${fixed(service.latency.p50)} / ${fixed(service.latency.p99)}`,
       `${openLoop.service.offeredPerSec}${openLoop.service.waitedForConnection > 0 ? ` (${openLoop.service.waitedForConnection} waited)` : ''}`,
       `${fixed(open.p50)} / ${fixed(open.p95)} / ${fixed(open.p99)} / ${fixed(open.max)}`,
       `${fixed(openBare.p50)} / ${fixed(openBare.p99)}`,
+      cores(Math.max(openLoop.service.generatorCores, openLoop.bare.generatorCores)),
       failures.length === 0 ? '0' : `**${failures.length}**`,
     ].join(' | ')
   })
   return [
-    '| Scenario | bytes | req/s | bare req/s | ÷ bare | bare CPU ÷ CPU per request (service µs) | saturated p50 / p99 ms | offered req/s | open loop p50 / p95 / p99 / max ms | bare open loop p50 / p99 ms | wrong answers |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| Scenario | bytes | server CPU a request (bare route) | bare ÷ service, by CPU | req/s | bare req/s | ÷ bare, by req/s | generator, busiest round (of a core) | server / bare server CPU (of a core) | saturated p50 / p99 ms | offered req/s | open loop p50 / p95 / p99 / max ms | bare open loop p50 / p99 ms | open-loop generator (of a core) | wrong answers |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...rows.map((row) => `| ${row} |`),
+  ]
+}
+
+/**
+ * The headline: server CPU per unit of work against each reference's, from
+ * /proc, which a noisy machine moves far less than it moves req/s.
+ */
+function headlineTable(report: BenchReport): string[] {
+  const row = (
+    what: string,
+    service: number | undefined,
+    reference: number | undefined,
+    of: string,
+    ratio: number | undefined,
+  ) =>
+    `| ${what} | ${us(service)} | ${us(reference)} (${of}) | ${ratio === undefined ? 'n/a' : `**${fixed(ratio)}×**`} |`
+  const hits = report.requests
+    .filter((result) => result.name === 'history-hit' || result.name === 'list-hit')
+    .map(({ name, saturation: { serviceCpuUs, bareCpuUs } }) =>
+      row(
+        `${name}: per request`,
+        serviceCpuUs,
+        bareCpuUs,
+        'bare route',
+        serviceCpuUs !== undefined && bareCpuUs ? serviceCpuUs / bareCpuUs : undefined,
+      ),
+    )
+  const reference = report.sendServerCpuOfReference
+  const referenceUs =
+    reference === undefined || report.sendServerUsPerTurn === undefined
+      ? undefined
+      : report.sendServerUsPerTurn / reference
+  const items = report.versusBareSse
+  return [
+    '| server CPU | service | reference | service ÷ reference |',
+    '|---|--:|--:|--:|',
+    ...hits,
+    row(
+      'send + stream: per turn',
+      report.sendServerUsPerTurn,
+      referenceUs,
+      'stack reference',
+      reference,
+    ),
+    row(
+      `many streams: per streamed item (${report.manyStreams.clients} clients, ${report.manyStreams.chunkDelayMs} ms chunks)`,
+      items.service.serverCpuUsPerItem,
+      items.reference.serverCpuUsPerItem,
+      'bare SSE server',
+      items.ratio.serverCpuPerItem,
+    ),
   ]
 }
 
@@ -150,7 +216,7 @@ function manyStreamsTable(result: ManyStreamsResult): string[] {
   ]
 }
 
-function targetTable(checks: readonly TargetCheck[]): string[] {
+export function targetTable(checks: readonly TargetCheck[]): string[] {
   const verdict = (met: boolean | undefined) =>
     met === undefined ? 'n/a' : met ? 'met' : '**missed**'
   return [
@@ -171,12 +237,19 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     ...(chartFile
       ? [`![req/s against the reference, and latency at a fixed rate](${chartFile})`, '']
       : []),
+    ...headlineTable(report),
+    '',
     ...targetTable(report.targets),
     '',
+    "The server runs the default configuration's plugins (access log at info, metrics, CORS for any " +
+      'origin, both rate limits counting, set too high to refuse).',
+    '',
     `Request scenarios, each against a bare Elysia route (a separate process started by the harness) ` +
-      `answering a fixed JSON of the same size, measured just before it: saturated = autocannon, ` +
-      `${options.connections} connections, 3 alternating rounds (bare, service) of ${Math.max(1, options.durationSec / 3).toFixed(1)} s after a ` +
-      `${options.warmupSec} s warm-up each, the median round shown, with the server process's CPU per request; ` +
+      `answering a fixed JSON of the same size, measured just before it: saturated = ${report.machine.generator ?? 'autocannon'}, ` +
+      `${options.connections} connections, 3 alternating rounds (bare, service) of ${Math.max(1, Math.round(options.durationSec / 3))} s after a ` +
+      `${Math.max(1, Math.round(options.warmupSec))} s warm-up each, the median round shown, with the server process's CPU per request ` +
+      `(median over the rounds) and the generator's own CPU: a req/s ratio is refused when the generator ran above ` +
+      `${GENERATOR_MAX_CORES * 100} % of a core in any round (it may then be what limits the req/s); ` +
       `open loop = a fixed offered rate (--rate ${options.ratePerSec} req/s, or half the scenario's saturated ` +
       `rate when lower) for ${options.openLoopSec} s over 64 connections, one request at a time each, latency from write to whole response.`,
     '',
@@ -198,6 +271,11 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
       `one message each, local model at ${report.manyStreams.chunkDelayMs} ms per chunk, fresh server.`,
     '',
     ...manyStreamsTable(report.manyStreams),
+    '',
+    'The same clients against the bare SSE server (bench/harness/bare-sse-server.ts: the same items at the same pace ' +
+      'from a timer per stream, no database, Redis or turn log):',
+    '',
+    ...manyStreamsTable(report.bareSse),
     '',
     report.failures.length === 0
       ? 'No wrong answers.'

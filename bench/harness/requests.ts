@@ -1,10 +1,12 @@
 // Measures the request scenarios one after another, each against the bare
 // reference route answering the same number of bytes (bare.ts), in the same
-// run and minute: at saturation (closed loop, autocannon, alternating rounds)
-// the ratio of their req/s is what stays comparable from one noisy machine or
-// minute to the next, and the ratio of their CPU per request steadier still;
-// at a fixed offered rate (open loop, open-loop.ts) the latency is service
-// time rather than the queue a saturated 2-core machine builds.
+// run and minute: at saturation (closed loop, wrk, alternating rounds) the
+// server CPU per request of each is the headline, steady on a noisy machine;
+// the ratio of their req/s stands beside it, and is refused when the load
+// generator was above GENERATOR_MAX_CORES in any round (then it measured the
+// generator, not the server). At a fixed offered rate (open loop,
+// open-loop.ts) the latency is service time rather than the queue a saturated
+// 2-core machine builds.
 import type { BareServer } from './bare.ts'
 import { processCpuSeconds } from './cpu.ts'
 import { type LoadResult, type LoadSettings, type RequestSpec, runLoad } from './load.ts'
@@ -19,7 +21,16 @@ export interface SaturatedRound {
   /** Server process CPU (user + system) per request, µs; undefined without /proc. */
   serviceCpuUs: number | undefined
   bareCpuUs: number | undefined
+  /** Server process CPU over the round's wall time (1 = a whole core): how server-bound it was. */
+  serviceCores: number | undefined
+  bareCores: number | undefined
 }
+
+/**
+ * A load generator busier than this share of a core may be what limits the
+ * req/s it measures: a req/s ratio from such a round is refused.
+ */
+export const GENERATOR_MAX_CORES = 0.7
 
 export interface RequestResult {
   name: string
@@ -34,8 +45,15 @@ export interface RequestResult {
     service: LoadResult
     bare: LoadResult
     ratio: number
+    /** Why `ratio` is not to be trusted (the generator at N % of a core), or undefined. */
+    refused: string | undefined
     /** Bare CPU per request ÷ the service's, median over rounds: steadier on a busy machine. */
     cpuRatio: number | undefined
+    /** Median server CPU per request, µs, of the service and of the bare route. */
+    serviceCpuUs: number | undefined
+    bareCpuUs: number | undefined
+    /** The load generator's busiest round, as a share of a core. */
+    generatorCores: number | undefined
     rounds: SaturatedRound[]
   }
   /** Rate offered: --rate, or half the scenario's saturation req/s when that is lower. */
@@ -55,20 +73,28 @@ interface Target {
   pid: number
 }
 
-/** One closed-loop run, with the CPU the target process spent per request. */
+/** One closed-loop run, with the CPU the target process spent per request and its share of a core. */
 async function metered(target: Target, settings: LoadSettings) {
   const before = processCpuSeconds(target.pid)
+  const started = performance.now()
   const load = await runLoad(target.url, target.spec, settings)
+  const wallSec = (performance.now() - started) / 1000
   const after = processCpuSeconds(target.pid)
-  const cpuUs =
-    before === undefined || after === undefined || load.requests === 0
-      ? undefined
-      : ((after - before) * 1e6) / load.requests
-  return { load, cpuUs }
+  const seconds = before === undefined || after === undefined ? undefined : after - before
+  return {
+    load,
+    cpuUs:
+      seconds === undefined || load.requests === 0 ? undefined : (seconds * 1e6) / load.requests,
+    cores: seconds === undefined ? undefined : seconds / wallSec,
+  }
 }
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+const medianOf = (values: (number | undefined)[]) => {
+  const known = values.filter((value): value is number => value !== undefined)
+  return known.length > 0 ? median(known) : undefined
+}
 
 /** Warm-ups (discarded), then ROUNDS alternating runs of the bare route and the service. */
 async function saturate(service: Target, bare: Target, options: BenchOptions) {
@@ -85,6 +111,8 @@ async function saturate(service: Target, bare: Target, options: BenchOptions) {
       bare: bareRun.load,
       serviceCpuUs: serviceRun.cpuUs,
       bareCpuUs: bareRun.cpuUs,
+      serviceCores: serviceRun.cores,
+      bareCores: bareRun.cores,
     })
   }
   const ratioOf = (round: SaturatedRound) =>
@@ -94,13 +122,32 @@ async function saturate(service: Target, bare: Target, options: BenchOptions) {
   const cpuRatios = rounds.flatMap((round) =>
     round.serviceCpuUs && round.bareCpuUs ? [round.bareCpuUs / round.serviceCpuUs] : [],
   )
+  // Any round, not the median one: the rounds a busy generator limits are the
+  // bare route's fastest, so leaving them out would flatter the service.
+  const generators = rounds.flatMap((round) => [round.service, round.bare])
+  const generatorCores = maxOf(generators.map((load) => load.generatorCores))
+  const generator = generators[0]?.generator ?? 'the generator'
   return {
     service: middle.service,
     bare: middle.bare,
     ratio,
+    refused:
+      generatorCores === undefined
+        ? `refused: ${generator}'s CPU is unknown`
+        : generatorCores > GENERATOR_MAX_CORES
+          ? `refused: ${generator} at ${Math.round(generatorCores * 100)} % of a core`
+          : undefined,
     cpuRatio: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
+    serviceCpuUs: medianOf(rounds.map((round) => round.serviceCpuUs)),
+    bareCpuUs: medianOf(rounds.map((round) => round.bareCpuUs)),
+    generatorCores,
     rounds,
   }
+}
+
+function maxOf(values: (number | undefined)[]): number | undefined {
+  if (values.some((value) => value === undefined)) return undefined
+  return Math.max(...(values as number[]))
 }
 
 function loadFailures(name: string, load: LoadResult): string[] {
@@ -156,8 +203,11 @@ export async function measureScenario(
       ...openLoopFailures(`${scenario.name} (bare)`, bareOpen),
     ],
   }
+  const { serviceCpuUs, bareCpuUs, refused } = result.saturation
+  const us = (value: number | undefined) => (value === undefined ? 'n/a' : value.toFixed(1))
   progress(
-    `${scenario.name}: ${service.rps.toFixed(0)} req/s = ${result.saturation.ratio.toFixed(2)}× bare ` +
+    `${scenario.name}: ${us(serviceCpuUs)} µs of server CPU a request (bare ${us(bareCpuUs)}); ` +
+      `${service.rps.toFixed(0)} req/s = ${refused ?? `${result.saturation.ratio.toFixed(2)}× bare`} ` +
       `(${bareLoad.rps.toFixed(0)}); at ${rate} req/s offered p99 ${serviceOpen.latency.p99.toFixed(2)} ms ` +
       `(bare ${bareOpen.latency.p99.toFixed(2)} ms)${result.failures.length > 0 ? ': wrong answers' : ''}`,
   )

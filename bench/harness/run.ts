@@ -5,53 +5,38 @@
 // bare Bun + postgres.js server running the same statements), writes
 // bench/results/ under the date and commit, prints the targets met / missed,
 // and exits non-zero on wrong answers. Bounded by --max-seconds.
-// The history hit runs once more on a second server whose requests limit
-// counts (as a default deployment's does) but is set too high to refuse.
+// The server runs the default configuration's plugins (access log at info,
+// metrics, CORS for any origin, both rate limits counting, set too high to
+// refuse): what a default deployment pays a request.
 // `--scale` runs only the streaming scenarios, at thousands of streams, on one
 // and two instances (scale.ts).
 import { loadavg } from 'node:os'
 import { type Backend, backendFromEnv } from './backend.ts'
-import { type BareServer, startBare } from './bare.ts'
+import { startBare } from './bare.ts'
+import { compareWithBareSse } from './bare-sse-comparison.ts'
+import { runManyStreamsOnBareSse } from './bare-sse-streams.ts'
 import { describeMachine } from './machine.ts'
 import { type BenchOptions, parseOptions } from './options.ts'
-import { type Prepared, prepareData } from './prepare.ts'
+import { prepareData } from './prepare.ts'
 import { type BenchReport, toMarkdown, writeReport } from './report.ts'
-import { measureRequests, measureScenario } from './requests.ts'
+import { measureRequests } from './requests.ts'
 import { commitLabel } from './result-name.ts'
 import { runScale } from './scale.ts'
 import { type ScaleReport, toScaleMarkdown, writeScaleReport } from './scale-report.ts'
-import { rateLimitedHistoryScenario } from './scenarios.ts'
 import { measureSends, sendRatios } from './sends.ts'
 import { startServer } from './server.ts'
 import { runManyStreams } from './streaming.ts'
-import { manyStreamsFailures, scaleFailures, sendStreamFailures, targetChecks } from './targets.ts'
-
-/** RATE_LIMIT_REQUESTS of the server whose limit counts but never refuses (the most the config takes). */
-const LIMIT_NEVER_REACHED = 10_000_000
+import {
+  manyStreamsFailures,
+  scaleFailures,
+  scaleTargetChecks,
+  sendStreamFailures,
+  targetChecks,
+} from './targets.ts'
 
 const started = performance.now()
 const say = (message: string) =>
   console.error(`bench [${((performance.now() - started) / 1000).toFixed(1)} s]: ${message}`)
-
-/** The history hit on a second server of the same deployment whose requests limit counts. */
-async function measureLimitedHit(
-  backend: Backend,
-  bare: BareServer,
-  prepared: Prepared,
-  options: BenchOptions,
-) {
-  say('history hit with the requests limit counting (a second server)')
-  const limited = await startServer({
-    backend,
-    chunkDelayMs: 0,
-    env: { RATE_LIMIT_REQUESTS: String(LIMIT_NEVER_REACHED) },
-  })
-  try {
-    return await measureScenario(rateLimitedHistoryScenario(prepared), limited, bare, options, say)
-  } finally {
-    await limited.stop()
-  }
-}
 
 /** Request scenarios against the bare route, and send + stream against the stack reference and pgbench, without model delay. */
 async function measureOneServer(options: BenchOptions, backend: Backend) {
@@ -62,7 +47,6 @@ async function measureOneServer(options: BenchOptions, backend: Backend) {
     say('preparing data through the API')
     const prepared = await prepareData(server.url)
     const requests = await measureRequests(server, bare, prepared, options, say)
-    requests.push(await measureLimitedHit(backend, bare, prepared, options))
     await bare.stop()
     say('send + stream')
     const sends = await measureSends(server, prepared.runId, backend, options, say)
@@ -84,6 +68,7 @@ async function scaleRun(options: BenchOptions, backend: Backend): Promise<number
     machine,
     options,
     steps,
+    targets: steps.flatMap(scaleTargetChecks),
     failures: steps.flatMap(scaleFailures),
   }
   const paths = writeScaleReport(report)
@@ -110,14 +95,18 @@ async function main(): Promise<number> {
   const { requests, sends, runId } = await measureOneServer(options, backend)
   const { sendStream, reference: sendReference, pgbench, pgbenchSkipped } = sends
   say(`many streams: ${options.streamClients} clients`)
-  const manyStreams = await runManyStreams(backend, {
+  const manyStreamsSettings = {
     clients: options.streamClients,
     rampMs: options.streamRampMs,
     chunkDelayMs: options.chunkDelayMs,
     runId,
     clientProcesses: options.clientProcesses,
     words: options.streamWords,
-  })
+  }
+  const manyStreams = await runManyStreams(backend, manyStreamsSettings)
+  say(`many streams on the bare SSE reference: the same ${options.streamClients} clients`)
+  const bareSse = await runManyStreamsOnBareSse({ ...manyStreamsSettings, runId: `${runId}-bare` })
+  const versusBareSse = compareWithBareSse(manyStreams, bareSse)
   clearTimeout(watchdog)
   const report: BenchReport = {
     startedAt,
@@ -135,7 +124,19 @@ async function main(): Promise<number> {
     sendRatios: sendRatios(sends),
     sendCpu: sends.turnCpu,
     manyStreams,
-    targets: targetChecks(requests, sendStream, pgbench, sendReference),
+    bareSse,
+    versusBareSse,
+    sendServerUsPerTurn: sends.serverUsPerTurn,
+    sendServerCpuOfReference: sends.serverCpuOfReference,
+    targets: targetChecks({
+      requests,
+      sendStream,
+      pgbench,
+      sendReference,
+      serverUsPerTurn: sends.serverUsPerTurn,
+      serverCpuOfReference: sends.serverCpuOfReference,
+      versusBareSse,
+    }),
     failures: [
       ...requests.flatMap((result) => result.failures),
       ...sends.allSends.flatMap(sendStreamFailures),
@@ -143,6 +144,7 @@ async function main(): Promise<number> {
         .flatMap(sendStreamFailures)
         .map((failure) => `stack reference ${failure}`),
       ...manyStreamsFailures(manyStreams),
+      ...manyStreamsFailures(bareSse).map((failure) => `bare SSE server ${failure}`),
     ],
   }
   const paths = writeReport(report)

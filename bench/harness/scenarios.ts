@@ -67,21 +67,3 @@ export function requestScenarios(prepared: Prepared): RequestScenario[] {
     simple('health', 'GET /health', { method: 'GET', path: '/health' }),
   ]
 }
-
-/**
- * The history hit again, on a server whose requests limit counts (raised so
- * it never refuses): what a deployment with the default limit pays a hit, a
- * check of the user's count in the state Redis. The other scenarios run with
- * the limits off, since one reader hammering a route would hit them.
- */
-export function rateLimitedHistoryScenario(prepared: Prepared): RequestScenario {
-  return simple(
-    'history-hit-limited',
-    'GET /backend-api/conversation/{id}, cache hit, requests limit counting',
-    {
-      method: 'GET',
-      path: `/backend-api/conversation/${prepared.historyId}`,
-      headers: { 'x-user-id': prepared.reader },
-    },
-  )
-}

@@ -20,6 +20,9 @@ export interface SendRound {
   turnsPerSec: number
   referenceTurnsPerSec: number
   pgbenchTurnsPerSec: number
+  /** Server CPU µs per turn of the service and of the stack reference in this round. */
+  serverUs: number | undefined
+  referenceServerUs: number | undefined
 }
 
 export interface SendsResult {
@@ -37,6 +40,10 @@ export interface SendsResult {
   allReferenceSends: StreamSummary[]
   /** CPU µs per turn by process in the reported round (real Postgres with pgbench only). */
   turnCpu: { service: TurnCpu; reference: TurnCpu; pgbench: TurnCpu } | undefined
+  /** The service's server CPU µs per turn: the median round's (every run has it). */
+  serverUsPerTurn: number | undefined
+  /** Service ÷ stack reference server CPU per turn, median over the rounds (real Postgres only). */
+  serverCpuOfReference: number | undefined
 }
 
 interface Measured {
@@ -80,7 +87,9 @@ export async function measureSends(
       ? 'pgbench is not installed'
       : undefined
   if (skipped) {
-    const sendStream = await sends(server.url, options.durationSec)
+    const { summary: sendStream, cpu } = await metered(server, (url) =>
+      sends(url, options.durationSec),
+    )
     return {
       sendStream,
       reference: undefined,
@@ -90,6 +99,8 @@ export async function measureSends(
       allSends: [sendStream],
       allReferenceSends: [],
       turnCpu: undefined,
+      serverUsPerTurn: cpu.server,
+      serverCpuOfReference: undefined,
     }
   }
   say('pgbench: capturing the statements of one send; starting the stack reference')
@@ -142,11 +153,26 @@ export async function measureSends(
       turnsPerSec: entry.sends.streamsPerSec,
       referenceTurnsPerSec: entry.reference.streamsPerSec,
       pgbenchTurnsPerSec: entry.pgbench.turnsPerSec,
+      serverUs: entry.cpu.service.server,
+      referenceServerUs: entry.cpu.reference.server,
     })),
     allSends: measured.map((entry) => entry.sends),
     allReferenceSends: measured.map((entry) => entry.reference),
     turnCpu: middle.cpu,
+    serverUsPerTurn: median(measured.flatMap((entry) => entry.cpu.service.server ?? [])),
+    serverCpuOfReference: median(
+      measured.flatMap(({ cpu }) =>
+        cpu.service.server !== undefined && cpu.reference.server
+          ? [cpu.service.server / cpu.reference.server]
+          : [],
+      ),
+    ),
   }
+}
+
+/** The middle value, or undefined for none. */
+function median(values: number[]): number | undefined {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 }
 
 /** The three comparisons of the reported round (real Postgres with pgbench only). */

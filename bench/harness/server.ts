@@ -11,12 +11,17 @@ import { tail, terminate, track } from './children.ts'
 const ROOT = resolve(import.meta.dir, '../..')
 const HOST = '127.0.0.1'
 
+/** Rate limits that count like the defaults but never refuse a benchmark's load (config maxima). */
+export const LIMIT_NEVER_REACHED = { sends: 1_000_000, requests: 10_000_000 } as const
+
 export interface ServerOptions {
   backend: Backend
   /** LOCAL_MODEL_CHUNK_DELAY_MS of this server. */
   chunkDelayMs: number
   /** Instances of one deployment share it (a resume token from one is valid on the other). */
   resumeTokenSecret?: string
+  /** Embedded on disk, as the defaults are: DATA_DIR instead of the backend's DATABASE_URL. */
+  dataDir?: string
   /** Variables set over the harness's own (a limit turned on, say). */
   env?: Record<string, string>
   /** Run under Bun's CPU profiler, writing `<name>.md` here when the server exits. */
@@ -98,14 +103,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     PORT: String(port),
     HOST,
     APP_VARIANT: 'full',
-    DATABASE_URL: options.backend.databaseUrl,
+    ...(options.dataDir
+      ? { DATA_DIR: options.dataDir }
+      : { DATABASE_URL: options.backend.databaseUrl }),
     LOCAL_MODEL_CHUNK_DELAY_MS: String(options.chunkDelayMs),
     RESUME_TOKEN_SECRET: options.resumeTokenSecret ?? randomBytes(32).toString('hex'),
     // Turns of a benchmark are short; a stuck one must not hold up the run.
     SHUTDOWN_GRACE_MS: '5000',
-    // One reader hammers the history route: the per-user limits would measure themselves.
-    RATE_LIMIT_SENDS: '0',
-    RATE_LIMIT_REQUESTS: '0',
+    // The default deployment counts every request and send against its user's
+    // limits, so the harness's server counts too, with limits no run reaches
+    // (the most the config takes): one reader hammers each route.
+    RATE_LIMIT_SENDS: String(LIMIT_NEVER_REACHED.sends),
+    RATE_LIMIT_REQUESTS: String(LIMIT_NEVER_REACHED.requests),
   }
   if (options.backend.redisUrl) env.REDIS_URL = options.backend.redisUrl
   // Named even when it is the default, so the harness meters the same database.

@@ -44,6 +44,58 @@ function cacheLookupCounter(registers: Registry[]) {
 /** From 5 ms to 60 s: fast cache reads and slow model replies in one scale. */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
+/** Observations held before they are handed to prom-client in one loop. */
+export const PENDING_OBSERVATIONS = 1024
+
+type RequestLabel = 'method' | 'route' | 'status'
+type RequestLabels = Record<RequestLabel, string>
+
+/**
+ * The request-duration histogram, observed per label set through a handle
+ * (`series`) that only stores the value: prom-client's observe validates and
+ * hashes the labels on every call, about 1 µs of a cache hit's CPU on the
+ * request path. The values are handed to it in one loop (hot, so a fraction
+ * of that) when PENDING_OBSERVATIONS are held and whenever the registry is
+ * read, so /metrics shows exactly what a direct observe would have.
+ */
+function requestDurationHistogram(registers: Registry[]) {
+  const all: { labels: RequestLabels; values: number[] }[] = []
+  let pending = 0
+  const flush = () => {
+    if (pending === 0) return
+    pending = 0
+    for (const series of all) {
+      for (const value of series.values) histogram.observe(series.labels, value)
+      series.values.length = 0
+    }
+  }
+  const histogram = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from a request to its response (for a stream: to its headers), by route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: SECONDS,
+    registers,
+    collect: flush,
+  })
+  return {
+    histogram,
+    /** A recorder of durations (seconds) for one label set; keep it per label set. */
+    series(labels: RequestLabels): (seconds: number) => void {
+      const series = { labels: { ...labels }, values: [] as number[] }
+      let listed = false
+      return (seconds) => {
+        // Handed over in the order series are first observed, as prom-client lists them.
+        if (!listed) {
+          all.push(series)
+          listed = true
+        }
+        series.values.push(seconds)
+        if (++pending >= PENDING_OBSERVATIONS) flush()
+      }
+    },
+  }
+}
+
 export type Metrics = ReturnType<typeof createMetrics>
 
 export function createMetrics(options: { processMetrics?: boolean } = {}) {
@@ -52,13 +104,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry })
   return {
     registry,
-    requestDuration: new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from a request to its response (for a stream: to its headers), by route and status.',
-      labelNames: ['method', 'route', 'status'] as const,
-      buckets: SECONDS,
-      registers,
-    }),
+    requestDuration: requestDurationHistogram(registers),
     turnsStarted: new Counter({
       name: 'conduit_turns_started_total',
       help: 'Turns whose reply this process started to stream.',

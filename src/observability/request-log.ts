@@ -11,7 +11,9 @@
 //
 // The line is written from members serialized here (logger.ts,
 // preformattedLines): the request id is a UUID or matched REQUEST_ID, which
-// holds nothing JSON escapes, and each route template is quoted once.
+// holds nothing JSON escapes, and what every request of one method, route
+// and status shares (the line's members, its level, the histogram's series)
+// is worked out once per such series, not per request.
 import { randomUUID } from 'node:crypto'
 import { Elysia, StatusMap } from 'elysia'
 import { type Logger, preformattedLines } from './logger.ts'
@@ -40,18 +42,40 @@ export interface RequestLogDeps {
   metrics: Pick<Metrics, 'requestDuration'>
 }
 
+/** What every request of one method, route and status shares, worked out once. */
+interface Series {
+  /** The access line's members after the request id, up to the duration's value. */
+  members: string
+  level: 'debug' | 'info'
+  observe: (seconds: number) => void
+}
+
 export function requestLog({ log, metrics }: RequestLogDeps) {
   const started = new WeakMap<Request, { id: string; at: number }>()
   const line = preformattedLines(log, 'request')
-  const quotedRoutes = new Map<string, string>()
-  /** The route label as JSON; labels are route templates, so the map stays as small as the app. */
-  const quotedRoute = (label: string) => {
-    let quoted = quotedRoutes.get(label)
-    if (quoted === undefined) {
-      quoted = JSON.stringify(label)
-      quotedRoutes.set(label, quoted)
+  /** By route label, method and status: few, since labels are route templates. */
+  const known = new Map<string, Map<string, Map<number, Series>>>()
+  const seriesOf = (label: string, method: string, status: number): Series => {
+    let byMethod = known.get(label)
+    if (byMethod === undefined) {
+      byMethod = new Map()
+      known.set(label, byMethod)
     }
-    return quoted
+    let byStatus = byMethod.get(method)
+    if (byStatus === undefined) {
+      byStatus = new Map()
+      byMethod.set(method, byStatus)
+    }
+    let series = byStatus.get(status)
+    if (series === undefined) {
+      series = {
+        members: `"method":${JSON.stringify(method)},"route":${JSON.stringify(label)},"status":${status},"duration_ms":`,
+        level: PROBES.has(label) ? 'debug' : 'info',
+        observe: metrics.requestDuration.series({ method, route: label, status: String(status) }),
+      }
+      byStatus.set(status, series)
+    }
+    return series
   }
   return new Elysia({ name: 'request-log' })
     .onRequest(({ request, set }) => {
@@ -65,15 +89,9 @@ export function requestLog({ log, metrics }: RequestLogDeps) {
       // A handler's own Response carries its status; errors set set.status (error-handler.ts).
       const status =
         responseValue instanceof Response ? responseValue.status : statusCode(set.status)
-      const label = route || UNMATCHED_ROUTE
-      metrics.requestDuration.observe(
-        { method: request.method, route: label, status: String(status) },
-        durationMs / 1000,
-      )
+      const series = seriesOf(route || UNMATCHED_ROUTE, request.method, status)
+      series.observe(durationMs / 1000)
       const id = start === undefined ? '' : `"request_id":"${start.id}",`
-      line(
-        PROBES.has(route) ? 'debug' : 'info',
-        `${id}"method":${JSON.stringify(request.method)},"route":${quotedRoute(label)},"status":${status},"duration_ms":${Math.round(durationMs * 10) / 10}`,
-      )
+      line(series.level, `${id}${series.members}${Math.round(durationMs * 10) / 10}`)
     })
 }
