@@ -1,11 +1,11 @@
 // What identifying a caller costs with AUTH_JWT_SECRET set, in process: CPU
 // per Authenticator.userOf for a token it has verified before (remembered
-// until its exp, src/auth.ts) against one it has not (a full HS256
+// until its exp, src/http/auth.ts) against one it has not (a full HS256
 // verification by jose), in rotating rounds, with the median of each.
 //
 //   bun run bench/auth-cost.ts [--calls=20000] [--rounds=5]
 import { SignJWT } from 'jose'
-import { createAuthenticator } from '../src/auth.ts'
+import { createAuthenticator } from '../src/http/auth.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
 
 const calls = wholeNumberFlag('calls', 20_000, { min: 1, max: 1_000_000 })

@@ -4,7 +4,7 @@
 // and a token that failed is refused every time.
 import { expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
-import { createAuthenticator } from '../src/auth.ts'
+import { createAuthenticator } from '../src/http/auth.ts'
 
 const SECRET = 'auth-tokens-test-secret'
 const HOUR_S = 3600

@@ -4,9 +4,9 @@
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
-import { createResumeTokens } from '../src/conversation/resume-token.ts'
-import { toErrorResponse } from '../src/error-response.ts'
+import { createResumeTokens } from '../src/conversation/stream/resume-token.ts'
 import { DomainError, type ErrorKind, invalid } from '../src/errors.ts'
+import { toErrorResponse } from '../src/http/error-response.ts'
 
 // A Record, so a kind added to ErrorKind without a row here fails to compile.
 const EXPECTED: Record<ErrorKind, [status: number, code: string]> = {
@@ -97,7 +97,7 @@ function runtimeImports(entry: string): { files: string[]; packages: string[] } 
 describe('the turn runner and its steps know nothing of HTTP', () => {
   const turnDir = resolve(import.meta.dir, '../src/conversation/turn')
   const entries = [
-    'src/conversation/runner.ts',
+    'src/conversation/turn/runner.ts',
     ...Array.from(
       new Bun.Glob('*.ts').scanSync(turnDir),
       (name) => `src/conversation/turn/${name}`,
@@ -107,8 +107,8 @@ describe('the turn runner and its steps know nothing of HTTP', () => {
     test(entry, () => {
       const { files, packages } = runtimeImports(entry)
       expect(packages.filter((name) => name.includes('elysia'))).toEqual([])
-      expect(files).not.toContain('src/error-response.ts')
-      expect(files).not.toContain('src/error-handler.ts')
+      expect(files).not.toContain('src/http/error-response.ts')
+      expect(files).not.toContain('src/http/error-handler.ts')
       for (const file of files)
         expect({
           file,

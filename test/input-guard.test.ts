@@ -8,7 +8,7 @@ import {
   findUnstorableText,
   MAX_JSON_DEPTH,
   textProblem,
-} from '../src/input-guard.ts'
+} from '../src/storable-text.ts'
 import { call, docstoreApp } from './docstore/harness.ts'
 import { appBackends } from './support/backends.ts'
 import {

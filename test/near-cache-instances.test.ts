@@ -7,8 +7,8 @@
 // Needs TEST_DATABASE_URL and redis-server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { historyKey, listKey } from '../src/conversation/cache-keys.ts'
-import { encodeList, listOf } from '../src/conversation/list-cache.ts'
+import { historyKey, listKey } from '../src/conversation/reads/cache-keys.ts'
+import { encodeList, listOf } from '../src/conversation/reads/list-cache.ts'
 import { cacheRedisKey, DEFAULT_CACHE_PREFIX } from '../src/state/keyspace.ts'
 import type { Db } from '../src/storage/db.ts'
 import { migrate } from '../src/storage/migrate.ts'

@@ -5,7 +5,7 @@
 // when the Response's headers cannot change or a hook set another status.
 import { expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
-import { responseHeaders, textResponse } from '../src/response-headers.ts'
+import { responseHeaders, textResponse } from '../src/http/response-headers.ts'
 
 function appWith(route: (set: { headers: Record<string, string | number> }) => unknown) {
   return new Elysia()

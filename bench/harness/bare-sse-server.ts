@@ -9,6 +9,13 @@
 // Takes the chunk delay (ms) as its argument; prints its port.
 import { Elysia } from 'elysia'
 import {
+  assistantStartMessage,
+  titleFrom,
+  unixSeconds,
+  userStreamMessage,
+} from '../../src/conversation/messages.ts'
+import { localReply, splitIntoChunks } from '../../src/conversation/model/local.ts'
+import {
   appendItem,
   assistantAddItem,
   completionItem,
@@ -21,15 +28,8 @@ import {
   type StreamItem,
   streamCompleteItem,
   titleGenerationItem,
-} from '../../src/conversation/encoding.ts'
-import {
-  assistantStartMessage,
-  titleFrom,
-  unixSeconds,
-  userStreamMessage,
-} from '../../src/conversation/messages.ts'
-import { localReply, splitIntoChunks } from '../../src/conversation/model/local.ts'
-import { SSE_HEADERS } from '../../src/conversation/sse-response.ts'
+} from '../../src/conversation/stream/encoding.ts'
+import { SSE_HEADERS } from '../../src/conversation/stream/sse-response.ts'
 
 const chunkDelayMs = Number(process.argv[2] ?? '100')
 if (!Number.isFinite(chunkDelayMs) || chunkDelayMs < 0)

@@ -1,6 +1,6 @@
 // Builds the OpenAPI document of every route of the running app with
 // @elysiajs/openapi's generator. One correction on the way in: the app reads
-// every body with its own global parser (src/body-limit.ts), a function the
+// every body with its own global parser (src/http/body-limit.ts), a function the
 // generator cannot name, so it would list no content type and drop each
 // request-body schema. Here a route with a body schema is described as JSON,
 // which is what the service accepts.

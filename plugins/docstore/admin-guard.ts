@@ -1,9 +1,10 @@
 // Who may flush the cache (CONTRACT §6): with ADMIN_TOKEN set, only a caller
-// presenting it as a bearer token (src/admin-guard.ts); in production without
+// presenting it as a bearer token (src/http/admin-guard.ts); in production without
 // a token, nobody; otherwise (development) anyone.
-import { requireAdminToken } from '../../src/admin-guard.ts'
+
 import type { Config } from '../../src/config.ts'
 import { forbidden } from '../../src/errors.ts'
+import { requireAdminToken } from '../../src/http/admin-guard.ts'
 
 /** Throws `unauthenticated`/`forbidden` DomainErrors unless the caller may flush the cache. */
 export function requireAdmin(

@@ -2,7 +2,7 @@
 // database and the cache. Only the database decides the status code, because
 // the cache holds nothing but copies.
 
-import { probe } from '../../src/dependency-probe.ts'
+import { probe } from '../../src/http/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 

@@ -3,7 +3,7 @@
 // its schemas so /docs/json describes it.
 import { Elysia } from 'elysia'
 import type { Config } from '../../src/config.ts'
-import { ErrorBody } from '../../src/error-schema.ts'
+import { ErrorBody } from '../../src/http/error-schema.ts'
 import { type Logger, warnTo } from '../../src/observability/logger.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'

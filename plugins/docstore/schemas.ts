@@ -3,7 +3,7 @@
 // what /docs and /redoc show; the static types come from them too.
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { MAX_BODY_BYTES } from '../../src/body-limit.ts'
+import { MAX_BODY_BYTES } from '../../src/http/body-limit.ts'
 import { DEFAULT_TOP_K, MAX_TOP_K } from './limits.ts'
 
 export const Metadata = t.Object(

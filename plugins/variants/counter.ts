@@ -3,9 +3,9 @@
 // reset it), so it survives restarts of the process when that is Redis.
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
-import { probe } from '../../src/dependency-probe.ts'
-import { ErrorBody } from '../../src/error-schema.ts'
 import { unavailable } from '../../src/errors.ts'
+import { probe } from '../../src/http/dependency-probe.ts'
+import { ErrorBody } from '../../src/http/error-schema.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 
 export const COUNTER_KEY = 'counter:visits'

@@ -1,7 +1,7 @@
 // APP_VARIANT=dependency-check: a health endpoint that really reaches Postgres
 // and Redis, answering 503 with the reason when either does not answer.
 import { Elysia, t } from 'elysia'
-import { probe } from '../../src/dependency-probe.ts'
+import { probe } from '../../src/http/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 

@@ -7,7 +7,7 @@
 // for a send: the body's user_id, else X-User-Id (the bearer token with JWT auth).
 import { randomBytes } from 'node:crypto'
 import { Elysia, t } from 'elysia'
-import type { Authenticator } from '../auth.ts'
+import type { Authenticator } from '../http/auth.ts'
 import { bearerAuth, IdentityHeaders } from './route-helpers.ts'
 import { bodyUserId, errorResponses, open } from './schemas.ts'
 

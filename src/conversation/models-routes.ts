@@ -6,7 +6,7 @@
 // newer clients read. The answer never changes while the process runs: it is
 // built once.
 import { Elysia, t } from 'elysia'
-import type { Authenticator } from '../auth.ts'
+import type { Authenticator } from '../http/auth.ts'
 import type { ModelCatalogue } from './model/catalogue.ts'
 import { bearerAuth, IdentityHeaders } from './route-helpers.ts'
 import { errorResponses, open } from './schemas.ts'

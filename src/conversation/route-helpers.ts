@@ -3,7 +3,7 @@
 // and the identity parameters and bearer scheme the API document declares.
 import { t } from 'elysia'
 import { invalid } from '../errors.ts'
-import { textResponse } from '../response-headers.ts'
+import { textResponse } from '../http/response-headers.ts'
 import { open } from './schemas.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -1,15 +1,16 @@
 // The conversation API (/backend-api) as an Elysia plugin: validates requests,
 // resolves the user, and hands the work to the conversation service.
 import { Elysia } from 'elysia'
-import type { Authenticator } from '../auth.ts'
 import { DEFAULT_IMPORT_MAX_BYTES } from '../config-schema.ts'
 import { invalid, tooLarge, unauthenticated } from '../errors.ts'
+import type { Authenticator } from '../http/auth.ts'
 import { handshakeRoutes } from './handshake-routes.ts'
 import { instructionsRoutes } from './instructions/routes.ts'
-import { managementRoutes } from './management-routes.ts'
+import { managementRoutes } from './management/management-routes.ts'
+import { transferRoutes } from './management/transfer-routes.ts'
 import { reasoningEffortOf } from './model/reasoning-effort.ts'
 import { modelsRoutes } from './models-routes.ts'
-import { parseListQuery } from './query-params.ts'
+import { parseListQuery } from './reads/query-params.ts'
 import {
   bearerAuth,
   claimedReader,
@@ -32,9 +33,8 @@ import {
   StreamStatus,
 } from './schemas.ts'
 import type { ConversationService } from './service.ts'
-import { sseResponse } from './sse-response.ts'
-import { eventStreamResponse } from './stream-schemas.ts'
-import { transferRoutes } from './transfer-routes.ts'
+import { sseResponse } from './stream/sse-response.ts'
+import { eventStreamResponse } from './stream/stream-schemas.ts'
 
 export interface ConversationRoutesDeps {
   conversations: ConversationService

@@ -1,8 +1,8 @@
 // TypeBox schemas of the conversation API: they validate requests and describe
 // the routes in the OpenAPI document. The types are derived from them.
 import { t } from 'elysia'
-import { ErrorBody } from '../error-schema.ts'
-import { modelSendFields } from './model/send-fields.ts'
+import { ErrorBody } from '../http/error-schema.ts'
+import { modelSendFields } from './model/send-schema.ts'
 
 export const MAX_TEXT_CHARS = 100_000
 
@@ -123,7 +123,7 @@ export const ConversationList = t.Object({
   total: t.Integer({ description: 'How many conversations of the listed kind there are.' }),
 })
 
-export { ConversationDetail } from './detail-schema.ts'
+export { ConversationDetail } from './tree/detail-schema.ts'
 
 export const StopBody = t.Object(
   {

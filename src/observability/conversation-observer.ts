@@ -2,7 +2,7 @@
 // starts and one when it ends (outcome, items, durations; at warn with the
 // cause when the model failed or timed out), and the turn and stream metrics. Ids only,
 // never message text.
-import type { ConversationObserver, TurnRef } from '../conversation/observer.ts'
+import type { ConversationObserver, TurnRef } from '../conversation/turn/observer.ts'
 import type { Logger } from './logger.ts'
 import type { Metrics } from './metrics.ts'
 

@@ -13,7 +13,7 @@
 // JSON.stringify, which with the time was 12 % of a cache hit over HTTP.
 import pino, { type DestinationStream, type Logger } from 'pino'
 import type { LogLevel } from '../config.ts'
-import { safeErrorMessage } from '../dependency-probe.ts'
+import { safeErrorMessage } from '../http/dependency-probe.ts'
 import { batchedDestination } from './log-destination.ts'
 
 export type { Logger }

@@ -10,8 +10,8 @@
 // needs a store written against its Context interface, which is what the
 // RateLimiter port and its Redis adapter already are.
 import { Elysia } from 'elysia'
-import type { Authenticator } from '../auth.ts'
 import { rateLimited } from '../errors.ts'
+import type { Authenticator } from '../http/auth.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { RateLimiter } from './rate-limiter.ts'
 

@@ -5,9 +5,9 @@
 // 4xx errors that change nothing.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { contextKey, historyKey } from '../../src/conversation/cache-keys.ts'
 import { localReply } from '../../src/conversation/model/local.ts'
 import { type ContextMessage, ModelError } from '../../src/conversation/model/provider.ts'
+import { contextKey, historyKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

@@ -3,9 +3,9 @@
 // stored reply joins a list that exists, and a list that is gone stays gone,
 // even when it goes while the reply is being recorded.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { CONTEXT_LENGTH, contextKey } from '../../src/conversation/cache-keys.ts'
-import { contextForTurn, recordReply } from '../../src/conversation/context.ts'
 import type { StoredMessage } from '../../src/conversation/messages.ts'
+import { CONTEXT_LENGTH, contextKey } from '../../src/conversation/reads/cache-keys.ts'
+import { contextForTurn, recordReply } from '../../src/conversation/reads/context.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { cacheBackends } from '../support/backends.ts'

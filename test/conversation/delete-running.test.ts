@@ -7,8 +7,8 @@
 // conversations, and for a delete sent to another instance than the one
 // running the turn. Every wait is on an event (an SSE item, whenIdle), never a sleep.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { contextKey, historyKey, listKey } from '../../src/conversation/cache-keys.ts'
 import { createLocalModel } from '../../src/conversation/model/local.ts'
+import { contextKey, historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

@@ -3,7 +3,7 @@
 // quiet stream gets `: ping` keepalives.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLocalModel, localReply } from '../../src/conversation/model/local.ts'
-import { type ConversationObserver, silentObserver } from '../../src/conversation/observer.ts'
+import { type ConversationObserver, silentObserver } from '../../src/conversation/turn/observer.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

@@ -1,6 +1,7 @@
 // The pure v1 item builders: exact bytes of each item kind, and reading the
 // reply text back out of frames (what a new owner keeps of a dead runner's turn).
 import { expect, test } from 'bun:test'
+import { titleFrom } from '../../src/conversation/messages.ts'
 import {
   appendedText,
   appendFrame,
@@ -12,8 +13,7 @@ import {
   firstTokenMarkerItem,
   frameOf,
   KEEPALIVE,
-} from '../../src/conversation/encoding.ts'
-import { titleFrom } from '../../src/conversation/messages.ts'
+} from '../../src/conversation/stream/encoding.ts'
 
 const bytes = (u: Uint8Array) => new TextDecoder().decode(u)
 const encodeItem = (item: Parameters<typeof frameOf>[0]) => new TextEncoder().encode(frameOf(item))

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
 import { decodeJwt, SignJWT } from 'jose'
-import { ConversationDetail } from '../../src/conversation/detail-schema.ts'
+import { ConversationDetail } from '../../src/conversation/tree/detail-schema.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

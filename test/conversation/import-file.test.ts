@@ -6,11 +6,11 @@ import { deflateSync, strToU8, UnzipInflate } from 'fflate'
 import {
   type ArrayElement,
   JsonArraySplitter,
-} from '../../src/conversation/import/json-array-splitter.ts'
+} from '../../src/conversation/management/import/json-array-splitter.ts'
 import {
   isConversationsEntry,
   selectiveDecoder,
-} from '../../src/conversation/import/zip-conversations.ts'
+} from '../../src/conversation/management/import/zip-conversations.ts'
 
 const text = (element: ArrayElement) => new TextDecoder().decode(element.bytes)
 

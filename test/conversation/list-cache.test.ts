@@ -2,14 +2,14 @@
 // either archive filter cut from it equals the page computed directly from
 // the rows; a document of another shape is not taken for one.
 import { expect, test } from 'bun:test'
-import type { ConversationRow } from '../../src/conversation/conversations-repository.ts'
 import {
   decodeList,
   encodeList,
   type ListPage,
   listOf,
   pageOf,
-} from '../../src/conversation/list-cache.ts'
+} from '../../src/conversation/reads/list-cache.ts'
+import type { ConversationRow } from '../../src/conversation/sql/conversations-repository.ts'
 
 const rows: ConversationRow[] = Array.from({ length: 9 }, (_, i) => ({
   id: `00000000-0000-4000-8000-00000000000${i}`,

@@ -3,15 +3,15 @@
 // with a page of the old one, text that is not a list document gives none,
 // and its bound in bytes holds.
 import { expect, test } from 'bun:test'
-import type { ConversationRow } from '../../src/conversation/conversations-repository.ts'
 import {
   decodeList,
   encodeList,
   type ListPage,
   listOf,
   pageOf,
-} from '../../src/conversation/list-cache.ts'
-import { createListPages } from '../../src/conversation/list-pages.ts'
+} from '../../src/conversation/reads/list-cache.ts'
+import { createListPages } from '../../src/conversation/reads/list-pages.ts'
+import type { ConversationRow } from '../../src/conversation/sql/conversations-repository.ts'
 
 const row = (i: number, title = `title ${i}`): ConversationRow => ({
   id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,

@@ -5,7 +5,7 @@
 // conversation answers like a missing one.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
-import { contextKey, historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import { contextKey, historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

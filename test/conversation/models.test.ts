@@ -8,12 +8,12 @@
 // it, custom instructions reach the request body after the model's system
 // prompt, and the context is cut to fit the model's window.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { contextKey } from '../../src/conversation/cache-keys.ts'
 import {
   estimateTokens,
   MESSAGE_OVERHEAD_TOKENS,
   REPLY_PRIMING_TOKENS,
 } from '../../src/conversation/model/token-count.ts'
+import { contextKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

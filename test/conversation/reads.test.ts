@@ -1,7 +1,7 @@
 // GET /backend-api/conversations and /conversation/{id}: shapes, paging and
 // order, ownership, and cache-aside (CONTRACT §4.5-§4.7).
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import { historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db, Row } from '../../src/storage/db.ts'
 import { appBackends } from '../support/backends.ts'

@@ -4,7 +4,7 @@
 // enable_seqscan tricks), and the statement finds the one matching
 // conversation. Needs TEST_DATABASE_URL.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { SEARCH_SQL, searchConversations } from '../../src/conversation/search-repository.ts'
+import { SEARCH_SQL, searchConversations } from '../../src/conversation/sql/search-repository.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { containsPattern } from '../../src/storage/like-pattern.ts'
 import { openPostgresSchema, TEST_DATABASE_URL } from '../support/backends.ts'

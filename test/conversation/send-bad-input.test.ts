@@ -1,7 +1,7 @@
 // Bad input to POST /backend-api/f/conversation: a clear §3 error, nothing
 // stored and no cache key changed.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import { historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { DomainError } from '../../src/errors.ts'
 import { appBackends } from '../support/backends.ts'
 import {

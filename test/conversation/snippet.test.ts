@@ -1,7 +1,7 @@
 // snippetOf: the text around the first match, on one line, cut at whole
 // characters, with … where text was left out.
 import { expect, test } from 'bun:test'
-import { snippetOf } from '../../src/conversation/snippet.ts'
+import { snippetOf } from '../../src/conversation/management/snippet.ts'
 
 test('a short text is the snippet itself, on one line', () => {
   expect(snippetOf('Plans for\n\nKyoto  trip', 'kyoto')).toBe('Plans for Kyoto trip')

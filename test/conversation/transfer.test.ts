@@ -7,8 +7,8 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
 import { strToU8, Zip, ZipDeflate, zipSync } from 'fflate'
-import { contextKey, listKey } from '../../src/conversation/cache-keys.ts'
-import { ConversationDetail } from '../../src/conversation/detail-schema.ts'
+import { contextKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
+import { ConversationDetail } from '../../src/conversation/tree/detail-schema.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

@@ -2,9 +2,9 @@
 // another in arrival order; a model failure mid-stream ends the stream per
 // CONTRACT §4.3 and keeps the partial reply; the context list is kept.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { contextKey } from '../../src/conversation/cache-keys.ts'
 import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
+import { contextKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,

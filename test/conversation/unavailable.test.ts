@@ -1,7 +1,7 @@
 // With the database unreachable, the conversation API answers 503 with the
 // §3 body (no driver text), and a cache hit is still served.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { historyKey } from '../../src/conversation/cache-keys.ts'
+import { historyKey } from '../../src/conversation/reads/cache-keys.ts'
 import { isDatabaseUnavailable } from '../../src/storage/db.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { appBackends } from '../support/backends.ts'

@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { Value } from '@sinclair/typebox/value'
 import { ModelError } from '../../src/conversation/model/provider.ts'
-import { StreamEvents } from '../../src/conversation/stream-schemas.ts'
+import { StreamEvents } from '../../src/conversation/stream/stream-schemas.ts'
 import { call } from '../docstore/harness.ts'
 import { appBackends } from '../support/backends.ts'
 import {

@@ -2,10 +2,10 @@
 // error mapping, body limit and input guard, and calls it without a port.
 import { type AnyElysia, Elysia } from 'elysia'
 import { docstorePlugin } from '../../plugins/docstore/index.ts'
-import { bodyLimit } from '../../src/body-limit.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
-import { errorHandler } from '../../src/error-handler.ts'
-import { inputGuard } from '../../src/input-guard.ts'
+import { bodyLimit } from '../../src/http/body-limit.ts'
+import { errorHandler } from '../../src/http/error-handler.ts'
+import { inputGuard } from '../../src/http/input-guard.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 

@@ -1,7 +1,7 @@
 // GET / and GET /health of the document store: real checks, 503 only when the
 // database is down, no secrets in the message (CONTRACT §6).
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { safeErrorMessage } from '../../src/dependency-probe.ts'
+import { safeErrorMessage } from '../../src/http/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'

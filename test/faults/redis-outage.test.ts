@@ -8,9 +8,9 @@
 // (The whole default deployment, cache and state on one Redis, as server
 // processes: default-deployment.test.ts.)
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { historyKey, listKey } from '../../src/conversation/cache-keys.ts'
 import { createLocalModel } from '../../src/conversation/model/local.ts'
 import type { ContextMessage, ModelProvider } from '../../src/conversation/model/provider.ts'
+import { historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import type { ResilientCache } from '../../src/storage/resilient-cache.ts'
 import { embeddedBackend, resilient, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'

@@ -5,7 +5,7 @@
 // nothing else. The flush part needs TEST_REDIS_URL.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { contextKey, historyKey, listKey } from '../../src/conversation/cache-keys.ts'
+import { contextKey, historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import {
   cacheKeyOf,
   cacheRedisKey,

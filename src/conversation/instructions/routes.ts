@@ -4,7 +4,7 @@
 // parameter, else the body's user_id; the bearer token with JWT auth). A POST
 // sets the fields it gives; the others keep their value.
 import { Elysia, t } from 'elysia'
-import type { Authenticator } from '../../auth.ts'
+import type { Authenticator } from '../../http/auth.ts'
 import { bearerAuth, claimedReader, IdentityHeaders } from '../route-helpers.ts'
 import { bodyUserId, errorResponses, open } from '../schemas.ts'
 import { changeOf, detailOf, MAX_INSTRUCTION_CHARS } from './instructions.ts'

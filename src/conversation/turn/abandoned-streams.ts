@@ -19,7 +19,7 @@
 // (recover.ts). A log whose turn was never stored (its accepting process died
 // before the insert) or was deleted is removed.
 import type { ConversationLeases } from '../../state/conversation-leases.ts'
-import { type StoredEnding, storedEndings } from '../turn-repository.ts'
+import { type StoredEnding, storedEndings } from '../sql/turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 import { endStream, type StreamEnding } from './finish.ts'
 import { INTERRUPTED_DETAIL } from './recover.ts'

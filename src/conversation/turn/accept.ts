@@ -15,13 +15,17 @@
 // with its claim.
 
 import { allInOrder } from '../../storage/db.ts'
-import { lockOwnConversation } from '../conversations-repository.ts'
-import { type FirstSend, storeFirstSend } from '../first-send-repository.ts'
 import type { StoredMessage } from '../messages.ts'
 import { TIME_STEP_SECONDS, textOf, titleFrom, unixSeconds } from '../messages.ts'
-import { insertMessages } from '../messages-repository.ts'
-import { insertSendKey } from '../send-keys-repository.ts'
-import { insertReplyPlaceholder, type QueuedTurn, type ReplyMetadata } from '../turn-repository.ts'
+import { lockOwnConversation } from '../sql/conversations-repository.ts'
+import { type FirstSend, storeFirstSend } from '../sql/first-send-repository.ts'
+import { insertMessages } from '../sql/messages-repository.ts'
+import { insertSendKey } from '../sql/send-keys-repository.ts'
+import {
+  insertReplyPlaceholder,
+  type QueuedTurn,
+  type ReplyMetadata,
+} from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction } from './placement.ts'
 import { signedPrefix } from './prefix.ts'

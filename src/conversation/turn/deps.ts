@@ -3,11 +3,11 @@
 import type { TurnLogStore } from '../../state/turn-log-store.ts'
 import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
-import { historyKey, listKey } from '../cache-keys.ts'
 import type { InstructionsStore } from '../instructions/store.ts'
 import type { ModelCatalogue } from '../model/catalogue.ts'
-import type { ConversationObserver } from '../observer.ts'
-import type { ResumeTokens } from '../resume-token.ts'
+import { historyKey, listKey } from '../reads/cache-keys.ts'
+import type { ResumeTokens } from '../stream/resume-token.ts'
+import type { ConversationObserver } from './observer.ts'
 
 export interface TurnDeps {
   db: Db

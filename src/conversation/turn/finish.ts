@@ -13,7 +13,8 @@
 // back to the row's last checkpoint.
 import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
-import { forgetContext, recordReply } from '../context.ts'
+import { forgetContext, recordReply } from '../reads/context.ts'
+import { finishReply, type QueuedTurn } from '../sql/turn-repository.ts'
 import {
   completionItem,
   doneItem,
@@ -24,10 +25,9 @@ import {
   type StreamItem,
   streamCompleteItem,
   titleGenerationItem,
-} from '../encoding.ts'
-import type { TurnReport } from '../observer.ts'
-import { finishReply, type QueuedTurn } from '../turn-repository.ts'
+} from '../stream/encoding.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
+import type { TurnReport } from './observer.ts'
 import { firstTurnTitle } from './title.ts'
 
 export interface TurnEnding {

@@ -5,8 +5,8 @@
 // reads the conversation's model: with one model every answer is the same.
 import { invalid } from '../../errors.ts'
 import type { Db } from '../../storage/db.ts'
-import { conversationModelSlug } from '../conversation-model-repository.ts'
 import type { CatalogueModel, ModelCatalogue } from '../model/catalogue.ts'
+import { conversationModelSlug } from '../sql/conversation-model-repository.ts'
 
 export interface ModelChoice {
   model: CatalogueModel

@@ -9,7 +9,7 @@ import type { CatalogueModel } from '../model/catalogue.ts'
 import { fitContext } from '../model/context-budget.ts'
 import type { ModelRequest } from '../model/provider.ts'
 import { ESTIMATE, tokenCounter } from '../model/token-count.ts'
-import type { QueuedTurn } from '../turn-repository.ts'
+import type { QueuedTurn } from '../sql/turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 
 /** The user's instructions as the model reads them; undefined when off or empty. */

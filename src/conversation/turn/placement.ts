@@ -8,7 +8,7 @@
 import { invalid, notFound } from '../../errors.ts'
 import type { Queryable } from '../../storage/db.ts'
 import { ROOT_ID } from '../messages.ts'
-import { findMessage } from '../tree-repository.ts'
+import { findMessage } from '../sql/tree-repository.ts'
 
 export type SendAction = 'next' | 'variant'
 

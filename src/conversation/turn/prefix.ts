@@ -3,19 +3,20 @@
 // reply, §10), and the assistant message's add. Written when the send is accepted, so a queued send already
 // has its token; rebuilt by a runner that finds the log gone (in-process logs
 // after a restart).
-import {
-  assistantAddItem,
-  deltaEncodingItem,
-  frameOf,
-  inputMessageItem,
-  resumeTokenItem,
-} from '../encoding.ts'
+
 import {
   assistantStartMessage,
   type MessageType,
   type StoredMessage,
   userStreamMessage,
 } from '../messages.ts'
+import {
+  assistantAddItem,
+  deltaEncodingItem,
+  frameOf,
+  inputMessageItem,
+  resumeTokenItem,
+} from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 
 export interface TurnPrefix {

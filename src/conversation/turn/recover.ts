@@ -7,9 +7,9 @@
 // it ended, and it is stored exactly so. The context list is dropped (the old
 // runner may have pushed part of the turn to it) and rebuilt by the next turn.
 import type { TurnLogInfo } from '../../state/turn-log-store.ts'
-import { appendedText, finishOf } from '../encoding.ts'
 import type { TextContent } from '../messages.ts'
-import type { QueuedTurn } from '../turn-repository.ts'
+import type { QueuedTurn } from '../sql/turn-repository.ts'
+import { appendedText, finishOf } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, turnIsOver } from './finish.ts'
 

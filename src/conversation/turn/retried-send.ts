@@ -12,7 +12,7 @@
 import { conflict, DomainError } from '../../errors.ts'
 import type { TurnLogStore } from '../../state/turn-log-store.ts'
 import type { Queryable } from '../../storage/db.ts'
-import { findSentTurn, type SentTurn } from '../send-keys-repository.ts'
+import { findSentTurn, type SentTurn } from '../sql/send-keys-repository.ts'
 import type { SendAction } from './placement.ts'
 
 /** A send as the client made it (ids it did not give are absent). */

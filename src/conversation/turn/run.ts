@@ -5,12 +5,17 @@
 // with the process, the reply so far is also saved to the database every
 // checkpointMs, so a crash loses at most that much text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
-import { contextForTurn } from '../context.ts'
-import { appendFrame, firstTokenMarkerItem, frameOf } from '../encoding.ts'
 import type { StoredMessage } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
-import { checkpointReply, type QueuedTurn, type TurnClaim, turnInputs } from '../turn-repository.ts'
+import { contextForTurn } from '../reads/context.ts'
+import {
+  checkpointReply,
+  type QueuedTurn,
+  type TurnClaim,
+  turnInputs,
+} from '../sql/turn-repository.ts'
+import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
 import { createLogWriter } from './log-writer.ts'

@@ -7,8 +7,8 @@
 import { titleFrom } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import type { ModelProvider } from '../model/provider.ts'
-import { readNaming, storeTitle } from '../title-repository.ts'
-import type { QueuedTurn } from '../turn-repository.ts'
+import { readNaming, storeTitle } from '../sql/title-repository.ts'
+import type { QueuedTurn } from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 
 /**

@@ -1,0 +1,143 @@
+// SQL for the conversations table: creating, owning and listing a user's
+// conversations. Plain parameterized SQL that runs unchanged on postgres.js
+// and PGlite.
+import { notFound } from '../../errors.ts'
+import type { Queryable } from '../../storage/db.ts'
+import { orderedContent, type TextContent } from '../messages.ts'
+
+export interface ConversationRow {
+  id: string
+  title: string
+  createdAt: Date
+  updatedAt: Date
+  isArchived: boolean
+  /** Content of the newest message; undefined for a conversation without messages. */
+  lastContent: TextContent | undefined
+}
+
+const missing = () => notFound('Conversation not found.')
+
+/**
+ * Locks the user's conversation for this transaction and answers its current
+ * node; a missing conversation and someone else's are the same `not_found`.
+ */
+export async function lockOwnConversation(
+  tx: Queryable,
+  id: string,
+  userId: string,
+): Promise<{ currentNode: string | null }> {
+  const rows = await tx.query<{ user_id: string; current_node: string | null }>(
+    'SELECT user_id, current_node FROM conversations WHERE id = $1 FOR UPDATE',
+    [id],
+  )
+  const row = rows[0]
+  if (row?.user_id !== userId) throw missing()
+  return { currentNode: row.current_node }
+}
+
+/**
+ * Every conversation of the user (archived or not) with its newest message
+ * (not a hidden one of an import), newest update first.
+ */
+export async function listConversations(db: Queryable, userId: string): Promise<ConversationRow[]> {
+  const rows = await db.query<{
+    id: string
+    title: string
+    created_at: Date
+    updated_at: Date
+    is_archived: boolean
+    last_content: TextContent | null
+  }>(
+    `SELECT c.id, c.title, c.created_at, c.updated_at, c.is_archived, last.content AS last_content
+       FROM conversations c
+       LEFT JOIN LATERAL (
+         SELECT m.content FROM messages m
+          WHERE m.conversation_id = c.id AND m.status <> 'in_progress' AND NOT m.hidden
+          ORDER BY m.seq DESC LIMIT 1
+       ) last ON true
+      WHERE c.user_id = $1
+      ORDER BY c.updated_at DESC, c.id`,
+    [userId],
+  )
+  return rows.map((row) => ({
+    id: row.id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    isArchived: row.is_archived,
+    lastContent: row.last_content ? orderedContent(row.last_content) : undefined,
+  }))
+}
+
+/** Whether the conversation exists and is the user's (someone else's answers like a missing one). */
+export async function isOwnConversation(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2', [
+    conversationId,
+    userId,
+  ])
+  return rows.length === 1
+}
+
+/**
+ * Sets the title and/or the archive flag of the user's conversation; false
+ * when it is missing or someone else's.
+ */
+export async function updateConversation(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+  change: { title?: string; isArchived?: boolean },
+): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE conversations SET title = COALESCE($3, title), is_archived = COALESCE($4, is_archived)
+      WHERE id = $1 AND user_id = $2 RETURNING 1`,
+    [conversationId, userId, change.title ?? null, change.isArchived ?? null],
+  )
+  return rows.length === 1
+}
+
+/** Archives every conversation of the user. */
+export async function archiveAllConversations(db: Queryable, userId: string): Promise<void> {
+  await db.query(
+    'UPDATE conversations SET is_archived = true WHERE user_id = $1 AND NOT is_archived',
+    [userId],
+  )
+}
+
+/**
+ * What a delete removed: the conversations, and the replies this service
+ * wrote (whose turn logs go too; imported ones never had one).
+ */
+export interface DeletedConversations {
+  conversationIds: string[]
+  replyIds: string[]
+}
+
+/**
+ * Deletes the user's conversation (`conversationId`), or all of the user's
+ * conversations when it is undefined, with their messages and feedback.
+ */
+export async function deleteConversationRows(
+  db: Queryable,
+  userId: string,
+  conversationId: string | undefined,
+): Promise<DeletedConversations> {
+  // The SELECT sees the rows as they were before the DELETE (one snapshot).
+  const rows = await db.query<{ conversation_id: string; reply_id: string | null }>(
+    `WITH gone AS (
+       DELETE FROM conversations WHERE user_id = $1 AND ($2::uuid IS NULL OR id = $2::uuid)
+       RETURNING id)
+     SELECT gone.id AS conversation_id, m.id AS reply_id
+       FROM gone LEFT JOIN messages m
+         ON m.conversation_id = gone.id AND m.role = 'assistant' AND m.wire IS NULL`,
+    [userId, conversationId ?? null],
+  )
+  return {
+    conversationIds: [...new Set(rows.map((row) => row.conversation_id))],
+    replyIds: rows.flatMap((row) => (row.reply_id === null ? [] : [row.reply_id])),
+  }
+}

@@ -1,0 +1,45 @@
+// Resume tokens (CONTRACT §4.2, §4.4): HS256 JWTs naming the user, the
+// conversation and the assistant message of one turn, valid for 2 hours.
+import { jwtVerify, SignJWT } from 'jose'
+import { unauthenticated } from '../../errors.ts'
+import { importHs256Key } from '../../hmac-key.ts'
+
+export interface ResumeClaims {
+  userId: string
+  conversationId: string
+  messageId: string
+}
+
+export interface ResumeTokens {
+  sign(claims: ResumeClaims): Promise<string>
+  /** The claims of a valid token; `unauthenticated` for a bad, expired or wrongly signed one. */
+  verify(token: string): Promise<ResumeClaims>
+}
+
+export function createResumeTokens(secret: string): ResumeTokens {
+  const key = importHs256Key(secret)
+  return {
+    sign: async (claims) =>
+      new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(claims.userId)
+        .setIssuedAt()
+        .setExpirationTime('2h')
+        .sign(await key),
+    async verify(token) {
+      try {
+        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'] })
+        const { sub, conversation_id, message_id } = payload
+        if (
+          typeof sub === 'string' &&
+          typeof conversation_id === 'string' &&
+          typeof message_id === 'string'
+        )
+          return { userId: sub, conversationId: conversation_id, messageId: message_id }
+      } catch {
+        // Fall through: every failure is the same `unauthenticated` to the client.
+      }
+      throw unauthenticated('The resume token is not valid or has expired.')
+    },
+  }
+}

@@ -1,0 +1,292 @@
+// The turn runner of one process. For each conversation with queued turns it
+// takes the conversation's lease (at most one runner per conversation across
+// every instance), runs the queued turns one at a time in the order they were
+// accepted (the in-progress rows, by seq), and gives the lease back when the
+// queue is empty. It renews its leases, aborts a turn on a stop request or on
+// losing the lease, sweeps for conversations whose runner died (and for the
+// streams one left open after storing its reply: turn/abandoned-streams.ts),
+// and on shutdown lets running turns finish within a grace period, then stops
+// them.
+//
+// Looking for work costs one statement per turn: claiming the next turn also
+// tells whether more follow. A turn queued after that is noticed without
+// asking the database each time: one accepted here marks the running drive
+// `pending`; one accepted on another instance finds the lease held, which
+// marks the lease wanted and makes release() say so. Only then does the
+// runner look again after giving the lease back.
+import type { ConversationLeases, Lease } from '../../state/conversation-leases.ts'
+import type { StopChannel } from '../../state/stop-channel.ts'
+import type { StoredMessage } from '../messages.ts'
+import {
+  claimNextTurn,
+  conversationsWithTurns,
+  nextTurn,
+  type QueuedTurn,
+  type TurnClaim,
+} from '../sql/turn-repository.ts'
+import { endAbandonedStreams } from './abandoned-streams.ts'
+import type { TurnDeps } from './deps.ts'
+import { type AbortReason, runTurn } from './run.ts'
+
+export interface RunnerDeps extends TurnDeps {
+  leases: ConversationLeases
+  stops: StopChannel
+  /** Lease lifetime; renewed every third of it. A dead runner's turns are taken over after it. */
+  leaseMs: number
+}
+
+interface Drive {
+  lease?: Lease
+  /** A turn stored claimed under `lease` as it was accepted here: run first, without claiming it. */
+  first?: QueuedTurn
+  /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
+  inputs: Map<string, readonly StoredMessage[]>
+  /** The turn running now and how to abort it. */
+  current?: { messageId: string; abort: AbortController }
+  /** A turn was accepted here since the drive last looked at the queue. */
+  pending: boolean
+  lost: boolean
+  done: Promise<void>
+}
+
+export type TurnRunner = ReturnType<typeof createTurnRunner>
+
+/** The claim of a turn stored claimed as it was accepted: it never ran, and no stop was recorded before it started. */
+const CLAIMED_AT_ACCEPT: TurnClaim = {
+  previousToken: null,
+  content: { content_type: 'text', parts: [''] },
+  stopRequested: false,
+}
+
+export function createTurnRunner(deps: RunnerDeps) {
+  const drives = new Map<string, Drive>()
+  let closing = false
+
+  const abortTurn = (drive: Drive | undefined, reason: AbortReason, messageId?: string) => {
+    const current = drive?.current
+    if (current && (messageId === undefined || current.messageId === messageId))
+      current.abort.abort(reason)
+  }
+
+  deps.stops.subscribe(({ conversationId, messageId }) =>
+    abortTurn(drives.get(conversationId), 'stop', messageId),
+  )
+
+  /** Runs the queue while this process holds the lease; resolves whether to look at the queue again. */
+  async function runQueue(conversationId: string, drive: Drive): Promise<boolean> {
+    const lease = drive.lease ?? (await deps.leases.acquire(conversationId, deps.leaseMs))
+    if (!lease) return false
+    drive.lease = lease
+    let drained = false
+    let wanted = true
+    try {
+      let more = true
+      if (drive.first && drive.current) {
+        // Claimed as it was stored, its log opened under the lease: nothing to claim.
+        const turn = drive.first
+        const over = await runTurn(deps, turn, CLAIMED_AT_ACCEPT, {
+          token: lease.token,
+          signal: drive.current.abort.signal,
+          inputs: drive.inputs.get(turn.messageId),
+          logOpened: true,
+        })
+        drive.inputs.delete(turn.messageId)
+        drive.current = undefined
+        if (!over) return false
+        more = false
+      }
+      while (!closing && !drive.lost && (more || drive.pending)) {
+        drive.pending = false
+        const next = await claimNextTurn(deps.db, conversationId, lease.token)
+        if (!next) break
+        // The oldest turn belongs to a newer lease holder: not this runner's queue any more.
+        if (!next.claim) return false
+        more = next.more
+        const abort = new AbortController()
+        drive.current = { messageId: next.turn.messageId, abort }
+        const over = await runTurn(deps, next.turn, next.claim, {
+          token: lease.token,
+          signal: abort.signal,
+          inputs: drive.inputs.get(next.turn.messageId),
+        })
+        drive.inputs.delete(next.turn.messageId)
+        drive.current = undefined
+        // A turn this runner cannot end is left to the sweep, not retried in a loop.
+        if (!over) return false
+      }
+      drained = !closing && !drive.lost
+    } finally {
+      // When release fails, wanted stays true: looking again is the safe side.
+      wanted = await deps.leases.release(lease).catch((error) => {
+        deps.warn('could not release a lease', error)
+        return true
+      })
+    }
+    return drained && (wanted || drive.pending)
+  }
+
+  /** Makes sure someone runs the conversation's queued turns: this process, if the lease is free. */
+  function kick(conversationId: string): Drive | undefined {
+    if (closing) return undefined
+    const running = drives.get(conversationId)
+    if (running) {
+      running.pending = true
+      return running
+    }
+    return drive(conversationId, { inputs: new Map(), pending: false, lost: false })
+  }
+
+  /** Starts running a conversation's queue here, from `state`. */
+  function drive(conversationId: string, state: Omit<Drive, 'done'>): Drive {
+    const drive: Drive = { ...state, done: Promise.resolve() }
+    drives.set(conversationId, drive)
+    // A stop whose message is lost still reaches the turns run here.
+    const unwatch = deps.stops.watch(conversationId)
+    drive.done = runQueue(conversationId, drive)
+      .catch((error) => {
+        deps.warn('turn runner failed', error)
+        return false
+      })
+      .then(async (lookAgain) => {
+        unwatch()
+        drives.delete(conversationId)
+        // A send accepted while the lease was being given back (or while this
+        // drive was ending without it) is run now.
+        if ((lookAgain || drive.pending) && (await nextTurn(deps.db, conversationId)))
+          kick(conversationId)
+      })
+      .catch((error) => deps.warn('turn runner failed', error))
+    return drive
+  }
+
+  /** Leases taken by leaseToRun for sends being accepted now, by conversation (renewed like the drives'). */
+  const accepting = new Map<string, Lease>()
+
+  const renewals = setInterval(
+    () => {
+      for (const lease of accepting.values())
+        deps.leases
+          .renew(lease, deps.leaseMs)
+          .catch((error) => deps.warn('could not renew a lease', error))
+      for (const drive of drives.values()) {
+        const lease = drive.lease
+        if (!lease || drive.lost) continue
+        deps.leases.renew(lease, deps.leaseMs).then(
+          (held) => {
+            if (held) return
+            drive.lost = true
+            abortTurn(drive, 'lost')
+          },
+          (error) => deps.warn('could not renew a lease', error),
+        )
+      }
+    },
+    Math.max(10, Math.floor(deps.leaseMs / 3)),
+  )
+  renewals.unref?.()
+
+  /**
+   * Kicks every conversation with unfinished turns whose runner may be gone,
+   * and ends the streams a dead runner left open after storing their reply.
+   */
+  async function sweep(): Promise<void> {
+    if (closing) return
+    // Only turns older than a lease: a younger one is still being handed to its runner.
+    for (const conversationId of await conversationsWithTurns(deps.db, deps.leaseMs))
+      kick(conversationId)
+    // Streams a dead runner left open after storing their reply; a send queued meanwhile is run.
+    const abandoned = await endAbandonedStreams(deps, deps.leases, {
+      leaseMs: deps.leaseMs,
+      olderThanMs: deps.leaseMs,
+    })
+    for (const conversationId of abandoned) kick(conversationId)
+  }
+  let sweeper: ReturnType<typeof setInterval> | undefined
+  const sweepNow = () => void sweep().catch((error) => deps.warn('turn sweep failed', error))
+
+  const whenIdle = async () => {
+    while (drives.size > 0) await Promise.all([...drives.values()].map((drive) => drive.done))
+  }
+
+  /**
+   * Queues nothing itself (acceptTurn did): starts running the conversation
+   * here if nobody does. With a lease from leaseToRun it runs here at once,
+   * the turn stored claimed first when `claimed` is given.
+   */
+  function accepted(
+    conversationId: string,
+    messageId: string,
+    inputs: readonly StoredMessage[],
+    taken?: { lease: Lease; claimed?: QueuedTurn },
+  ): void {
+    if (!taken) {
+      kick(conversationId)?.inputs.set(messageId, inputs)
+      return
+    }
+    accepting.delete(conversationId)
+    const ending = drives.get(conversationId)
+    if (ending) {
+      // A drive started meanwhile (a sweep) cannot get the lease this send
+      // holds, so it is ending: this one starts once it has.
+      void ending.done.then(() => accepted(conversationId, messageId, inputs, taken))
+      return
+    }
+    drive(conversationId, {
+      lease: taken.lease,
+      ...(taken.claimed
+        ? // Current from now on, so a stop that arrives before the turn starts aborts it.
+          { first: taken.claimed, current: { messageId, abort: new AbortController() } }
+        : {}),
+      inputs: new Map([[messageId, inputs]]),
+      pending: false,
+      lost: false,
+    })
+  }
+
+  return {
+    /**
+     * The conversation's lease for a send about to be accepted here, so that
+     * its turn can be stored claimed (acceptTurn's runToken) and start here
+     * without a claim; undefined while shutting down, while this process runs
+     * the conversation already, or when someone else holds the lease.
+     */
+    async leaseToRun(conversationId: string): Promise<Lease | undefined> {
+      if (closing || drives.has(conversationId)) return undefined
+      const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+      // Renewed while the send is accepted, however long that takes.
+      if (lease) accepting.set(conversationId, lease)
+      return lease
+    },
+    /** Gives back a lease from leaseToRun whose send was refused; runs what was queued meanwhile. */
+    async refused(conversationId: string, lease: Lease): Promise<void> {
+      accepting.delete(conversationId)
+      if (await deps.leases.release(lease)) kick(conversationId)
+    },
+    accepted,
+    /**
+     * Sweeps now and every half lease from now on: finishes what a crashed
+     * process left, and takes over the turns of instances that died.
+     */
+    startSweeping() {
+      if (sweeper || closing) return
+      sweepNow()
+      sweeper = setInterval(sweepNow, Math.max(50, Math.floor(deps.leaseMs / 2)))
+      sweeper.unref?.()
+    },
+    /** Conversations this process is running turns for. */
+    get size() {
+      return drives.size
+    },
+    whenIdle,
+    /** Stops taking turns; waits up to graceMs for running ones, then stops them (stored as interrupted). */
+    async close(graceMs: number): Promise<void> {
+      closing = true
+      clearInterval(sweeper)
+      const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref?.())
+      await Promise.race([whenIdle(), timeout])
+      for (const drive of drives.values()) abortTurn(drive, 'shutdown')
+      await whenIdle()
+      clearInterval(renewals)
+    },
+  }
+}
