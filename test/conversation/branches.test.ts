@@ -22,6 +22,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { gatedModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
 const ROOT = 'client-created-root'
@@ -614,21 +615,8 @@ for (const backend of appBackends())
       }
 
       test('a reply in progress is in the mapping as in_progress and is the current node', async () => {
-        let release = () => {}
-        const gate = new Promise<void>((resolve) => {
-          release = resolve
-        })
-        const held = await conversationApp({
-          backend,
-          model: {
-            slug: 'held',
-            async *stream() {
-              yield 'first '
-              await gate
-              yield 'second'
-            },
-          },
-        })
+        const model = gatedModel({ slug: 'held', before: ['first '], after: ['second'] })
+        const held = await conversationApp({ backend, model })
         const user = newUser()
         const response = await post(held.app, SEND, {
           user_id: user,
@@ -645,7 +633,7 @@ for (const backend of appBackends())
         const aid = during.current_node
         expect(during.mapping[aid]?.message?.status).toBe('in_progress')
         expect(during.mapping[aid]?.parent).toBe('w1')
-        release()
+        model.release()
         while (!(await reader.read()).done) {}
         await held.conversations.whenIdle()
         expect((await read()).mapping[aid]?.message).toMatchObject({
@@ -655,21 +643,8 @@ for (const backend of appBackends())
       })
 
       test('the current node moves when a send is accepted: a send queued behind a running turn follows its reply', async () => {
-        let release = () => {}
-        const gate = new Promise<void>((resolve) => {
-          release = resolve
-        })
-        const held = await conversationApp({
-          backend,
-          model: {
-            slug: 'held',
-            async *stream() {
-              yield 'waiting '
-              await gate
-              yield 'done'
-            },
-          },
-        })
+        const model = gatedModel({ slug: 'held', before: ['waiting '], after: ['done'] })
+        const held = await conversationApp({ backend, model })
         const user = newUser()
         const a = await post(held.app, SEND, { user_id: user, messages: [textMessage('A', 'qa')] })
         const aReader = (a.body as ReadableStream<Uint8Array>).getReader()
@@ -695,7 +670,7 @@ for (const backend of appBackends())
           [cid],
         )
         expect(queued?.parent_id).toBe(aid)
-        release()
+        model.release()
         while (!(await aReader.read()).done) {}
         while (!(await bReader.read()).done) {}
         await held.conversations.whenIdle()

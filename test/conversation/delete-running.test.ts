@@ -7,7 +7,6 @@
 // conversations, and for a delete sent to another instance than the one
 // running the turn. Every wait is on an event (an SSE item, whenIdle), never a sleep.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { contextKey, historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
 import {
@@ -21,9 +20,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
-
-/** 40 words: the longest echo the local model makes, so about 65 chunks (1.3 s at 20 ms). */
-const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const isAppend = (frame: Frame) =>
   frame.event === 'delta' && frame.data.includes('"/message/content/parts/0","o":"append"')
@@ -72,7 +69,7 @@ for (const backend of appBackends())
     beforeAll(async () => {
       t = await conversationApp({
         backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+        model: slowLocalModel(),
       })
     })
 
@@ -128,7 +125,7 @@ for (const backend of appBackends())
 
     test('a delete mid-reply stops the turn first, then removes everything of it', async () => {
       const user = newUser()
-      const running = await sendMessage(user, LONG)
+      const running = await sendMessage(user, LONG_MESSAGE)
       await running.stream.until((frames) => frames.some(isAppend))
       // A second turn queued behind the running one.
       const queued = await sendMessage(user, 'and then this', running.cid)
@@ -156,10 +153,10 @@ for (const backend of appBackends())
       const other = await conversationApp({
         backend,
         cache: t.cache,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+        model: slowLocalModel(),
       })
       const user = newUser()
-      const running = await sendMessage(user, LONG)
+      const running = await sendMessage(user, LONG_MESSAGE)
       await running.stream.until((frames) => frames.some(isAppend))
 
       const deleted = await other.app.handle(
@@ -179,7 +176,7 @@ for (const backend of appBackends())
     test('deleting all conversations stops the turns running in them', async () => {
       const user = newUser()
       const other = newUser()
-      const mine = await sendMessage(user, LONG)
+      const mine = await sendMessage(user, LONG_MESSAGE)
       const theirs = await sendMessage(other, 'not to be touched')
       await mine.stream.until((frames) => frames.some(isAppend))
 

@@ -2,7 +2,7 @@
 // or lose the turn, but its subscription to the turn's log ends then, and a
 // quiet stream gets `: ping` keepalives.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel, localReply } from '../../src/conversation/model/local.ts'
+import { localReply } from '../../src/conversation/model/local.ts'
 import { type ConversationObserver, silentObserver } from '../../src/conversation/turn/observer.ts'
 import { appBackends } from '../support/backends.ts'
 import {
@@ -12,6 +12,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { slowLocalModel } from '../support/test-models.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
@@ -33,7 +34,7 @@ for (const backend of appBackends())
     beforeAll(async () => {
       t = await conversationApp({
         backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 40 }),
+        model: slowLocalModel(40),
         env: { SSE_KEEPALIVE_MS: '25' },
         observer,
       })

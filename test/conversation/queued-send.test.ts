@@ -3,7 +3,6 @@
 // assistant message) while the turn ahead still runs - and pings keep it open
 // until its own turn runs; then it streams its reply to the end.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -15,9 +14,9 @@ import {
 } from '../support/conversation-app.ts'
 import { reading } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
-const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
 
 for (const backend of appBackends())
   describe(backend.name, () => {
@@ -25,7 +24,7 @@ for (const backend of appBackends())
     beforeAll(async () => {
       t = await conversationApp({
         backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+        model: slowLocalModel(),
         env: { SSE_KEEPALIVE_MS: '20' },
       })
     })
@@ -33,7 +32,7 @@ for (const backend of appBackends())
     test('a queued send gets its first items and pings while the turn ahead runs', async () => {
       const user = newUser()
       const first = reading(
-        await post(t.app, SEND, { user_id: user, messages: [textMessage(LONG)] }),
+        await post(t.app, SEND, { user_id: user, messages: [textMessage(LONG_MESSAGE)] }),
       )
       await first.until((text) => text.includes('"o":"append"'))
       const frames = completeFrames(first.text())

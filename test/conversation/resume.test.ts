@@ -2,7 +2,6 @@
 // once from any offset, during the turn and after it; bad tokens are 401.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -14,6 +13,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { slowLocalModel } from '../support/test-models.ts'
 
 const RESUME = '/backend-api/f/conversation/resume'
 const SECRET = 'test-resume-secret'
@@ -26,7 +26,7 @@ for (const backend of appBackends())
       t = await conversationApp({ backend })
       slow = await conversationApp({
         backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 15 }),
+        model: slowLocalModel(15),
       })
     })
 

@@ -3,7 +3,6 @@
 // the turn to the holder, which runs it right after its own - not when a sweep
 // finds it. No sweep runs here, so only that hand-off can run the second turn.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -14,9 +13,9 @@ import {
 } from '../support/conversation-app.ts'
 import { reading } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
-const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ')
 
 for (const backend of appBackends())
   describe(backend.name, () => {
@@ -24,7 +23,7 @@ for (const backend of appBackends())
     let holder: TestApp
     let other: TestApp
     beforeAll(async () => {
-      const model = createLocalModel({ slug: 'local-echo', chunkDelayMs: 10 })
+      const model = slowLocalModel(10)
       holder = await conversationApp({ backend, model })
       other = await conversationApp({ backend, model })
     })
@@ -32,7 +31,7 @@ for (const backend of appBackends())
     test('a send accepted elsewhere while the lease is held runs right after the running turn', async () => {
       const user = newUser()
       const first = reading(
-        await post(holder.app, SEND, { user_id: user, messages: [textMessage(LONG)] }),
+        await post(holder.app, SEND, { user_id: user, messages: [textMessage(LONG_MESSAGE)] }),
       )
       await first.until((text) => text.includes('"o":"append"'))
       const { conversation_id: cid } = frameData<{ conversation_id: string }>(

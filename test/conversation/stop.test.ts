@@ -16,11 +16,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { decodeJwt } from 'jose'
-import {
-  createLocalModel,
-  localReply,
-  splitIntoChunks,
-} from '../../src/conversation/model/local.ts'
+import { localReply, splitIntoChunks } from '../../src/conversation/model/local.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -33,14 +29,12 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
 const STOP = '/backend-api/stop_conversation'
 const RESUME = '/backend-api/f/conversation/resume'
 const statusPath = (cid: string) => `/backend-api/conversation/${cid}/stream_status`
-
-/** 40 words: the longest echo the local model makes, so about 65 chunks (1.3 s at 20 ms). */
-const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
 
 /** The completion patch of a reply cut short by a stop (CONTRACT §12), as one SSE frame. */
 const INTERRUPTED_COMPLETION =
@@ -134,7 +128,7 @@ for (const backend of appBackends())
     beforeAll(async () => {
       t = await conversationApp({
         backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+        model: slowLocalModel(),
       })
     })
 
@@ -178,7 +172,7 @@ for (const backend of appBackends())
 
     test('a stop mid-reply ends the stream as interrupted and stores exactly what streamed', async () => {
       const user = newUser()
-      const { stream, aid, cid } = await startTurn(user, LONG)
+      const { stream, aid, cid } = await startTurn(user, LONG_MESSAGE)
 
       const stopped = await stop({ conversation_id: cid }, user)
       const stoppedAt = Date.now()
@@ -202,14 +196,14 @@ for (const backend of appBackends())
 
       // Cut well short of the full reply…
       const appends = frames.filter(isAppend).length
-      const full = splitIntoChunks(fullReply(LONG))
+      const full = splitIntoChunks(fullReply(LONG_MESSAGE))
       expect(appends).toBeGreaterThanOrEqual(1)
       expect(appends).toBeLessThan(full.length / 2)
       // …and the stored reply is exactly the text streamed.
       const streamed = appendedText(frames)
       expect(full.join('').startsWith(streamed)).toBe(true)
       expect(await history(cid, user)).toMatchObject([
-        { role: 'user', text: LONG },
+        { role: 'user', text: LONG_MESSAGE },
         { id: aid, role: 'assistant', text: streamed },
       ])
       expect((await history(cid, user)).length).toBe(2)
@@ -230,7 +224,7 @@ for (const backend of appBackends())
 
     test('a stop leaves the turns queued behind the stopped one to run', async () => {
       const user = newUser()
-      const a = await startTurn(user, LONG)
+      const a = await startTurn(user, LONG_MESSAGE)
       // B is accepted while A runs, so it queues behind it.
       const b = sseReader(
         await post(t.app, SEND, {
@@ -263,11 +257,11 @@ for (const backend of appBackends())
         'data: [DONE]\n\n',
       ])
       const bText = appendedText(bFrames)
-      expect(bText).toBe(fullReply(LONG, aText, 'and what comes after?'))
+      expect(bText).toBe(fullReply(LONG_MESSAGE, aText, 'and what comes after?'))
 
       await t.conversations.whenIdle()
       expect(await history(a.cid, user)).toMatchObject([
-        { role: 'user', text: LONG },
+        { role: 'user', text: LONG_MESSAGE },
         { id: a.aid, role: 'assistant', text: aText },
         { role: 'user', text: 'and what comes after?' },
         { id: bReply.aid, role: 'assistant', text: bText },
@@ -279,7 +273,7 @@ for (const backend of appBackends())
 
     test('stream_status mid-reply gives a token and offset that resume byte-exactly', async () => {
       const user = newUser()
-      const { stream, aid, cid } = await startTurn(user, LONG)
+      const { stream, aid, cid } = await startTurn(user, LONG_MESSAGE)
 
       const response = await streamStatus(cid, user)
       expect(response.status).toBe(200)
@@ -336,7 +330,7 @@ for (const backend of appBackends())
     test('bad stop and stream_status requests are §3 errors and leave the running turn alone', async () => {
       const owner = newUser()
       const stranger = newUser()
-      const { stream, cid } = await startTurn(owner, LONG)
+      const { stream, cid } = await startTurn(owner, LONG_MESSAGE)
 
       // stop_conversation
       await expectError(
@@ -387,12 +381,12 @@ for (const backend of appBackends())
         streamCompleteFrame(cid),
         'data: [DONE]\n\n',
       ])
-      const full = fullReply(LONG)
+      const full = fullReply(LONG_MESSAGE)
       expect(frames.filter(isAppend).length).toBe(splitIntoChunks(full).length)
       expect(appendedText(frames)).toBe(full)
       await t.conversations.whenIdle()
       expect(await history(cid, owner)).toMatchObject([
-        { role: 'user', text: LONG },
+        { role: 'user', text: LONG_MESSAGE },
         { role: 'assistant', text: full },
       ])
     })
@@ -407,7 +401,7 @@ for (const backend of appBackends())
       const held = await conversationApp({
         backend,
         env: { TURN_LEASE_MS: '200' },
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
+        model: slowLocalModel(),
       })
       const state = await backend.state()
       const user = newUser()
@@ -427,7 +421,7 @@ for (const backend of appBackends())
           await post(held.app, SEND, {
             user_id: user,
             conversation_id: conversation,
-            messages: [textMessage(LONG)],
+            messages: [textMessage(LONG_MESSAGE)],
           }),
         )
         const { aid, cid } = addedReply(await stream.until((f) => f.length >= 4, 'the add item'))
@@ -448,7 +442,7 @@ for (const backend of appBackends())
         ])
         await held.conversations.whenIdle()
         expect((await history(cid, user)).slice(2)).toMatchObject([
-          { role: 'user', text: LONG },
+          { role: 'user', text: LONG_MESSAGE },
           { role: 'assistant', text: '' },
         ])
       } finally {

@@ -2,7 +2,6 @@
 // another in arrival order; a model failure mid-stream ends the stream per
 // CONTRACT §4.3 and keeps the partial reply; the context list is kept.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
 import { contextKey } from '../../src/conversation/reads/cache-keys.ts'
 import { appBackends } from '../support/backends.ts'
@@ -18,6 +17,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { slowLocalModel } from '../support/test-models.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
@@ -31,7 +31,7 @@ for (const backend of appBackends())
       const counted = await conversationApp({
         backend,
         db,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 5 }),
+        model: slowLocalModel(5),
       })
       const user = newUser()
       const claims = () => statements.filter((text) => text.includes('SET run_token')).length
