@@ -2,11 +2,12 @@
 // requests (test/support/bad-requests.ts): each must be answered with a 4xx
 // §3 error body, store nothing and change no cache key. The seed is in the
 // test's name; FUZZ_SEED=<seed> bun test test/fuzz.test.ts replays a run.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { Cache } from '../src/storage/cache.ts'
+import { suiteApp } from './support/backend-apps.ts'
 import { appBackends } from './support/backends.ts'
 import { badRequests } from './support/bad-requests.ts'
-import { conversationApp, newUser, type TestApp } from './support/conversation-app.ts'
+import { newUser } from './support/conversation-app.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 600)
@@ -51,16 +52,11 @@ function countingWrites(cache: Cache) {
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
     let writes: string[]
-    beforeAll(async () => {
+    const t = suiteApp(async () => {
       const counted = countingWrites(backend.cache())
       writes = counted.writes
-      t = await conversationApp({
-        backend,
-        cache: counted.cache,
-        env: { ADMIN_TOKEN: 'fuzz-admin' },
-      })
+      return { backend, cache: counted.cache, env: { ADMIN_TOKEN: 'fuzz-admin' } }
     })
 
     async function stored() {

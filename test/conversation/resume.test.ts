@@ -1,10 +1,10 @@
 // POST /backend-api/f/conversation/resume (CONTRACT §4.4): every item exactly
 // once from any offset, during the turn and after it; bad tokens are 401.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import {
-  conversationApp,
   dataOf,
   framesOf,
   newUser,
@@ -20,15 +20,8 @@ const SECRET = 'test-resume-secret'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
-    let slow: TestApp
-    beforeAll(async () => {
-      t = await conversationApp({ backend })
-      slow = await conversationApp({
-        backend,
-        model: slowLocalModel(15),
-      })
-    })
+    const t = suiteApp({ backend })
+    const slow = suiteApp({ backend, model: slowLocalModel(15) })
 
     async function finishedTurn(app = t) {
       const user = newUser()

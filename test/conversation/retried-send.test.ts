@@ -13,15 +13,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Db } from '../../src/storage/db.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends, TEST_DATABASE_URL, uniqueName } from '../support/backends.ts'
-import {
-  conversationApp,
-  framesOf,
-  newUser,
-  post,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { framesOf, newUser, post, textMessage } from '../support/conversation-app.ts'
 import { type PrivateRedis, REDIS_SERVER, startPrivateRedis } from '../support/redis-server.ts'
 import {
   appendedChunks,
@@ -338,10 +332,7 @@ for (const deployment of deployments)
   })
 
 describe.each(appBackends())('a retried send in process, $name', (backend) => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await conversationApp({ backend })
-  })
+  const t = suiteApp({ backend })
 
   async function sendAndRead(body: Record<string, unknown>) {
     const response = await post(t.app, SEND, body)

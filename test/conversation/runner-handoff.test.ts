@@ -2,15 +2,10 @@
 // (CONTRACT §13): the accepting instance cannot take the lease, so it leaves
 // the turn to the holder, which runs it right after its own - not when a sweep
 // finds it. No sweep runs here, so only that hand-off can run the second turn.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
-import {
-  conversationApp,
-  newUser,
-  post,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { newUser, post, textMessage } from '../support/conversation-app.ts'
 import { reading } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
 import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
@@ -20,13 +15,9 @@ const SEND = '/backend-api/f/conversation'
 for (const backend of appBackends())
   describe(backend.name, () => {
     // Two instances on one database and one turn state; neither sweeps.
-    let holder: TestApp
-    let other: TestApp
-    beforeAll(async () => {
-      const model = slowLocalModel(10)
-      holder = await conversationApp({ backend, model })
-      other = await conversationApp({ backend, model })
-    })
+    const model = slowLocalModel(10)
+    const holder = suiteApp({ backend, model })
+    const other = suiteApp({ backend, model })
 
     test('a send accepted elsewhere while the lease is held runs right after the running turn', async () => {
       const user = newUser()
