@@ -1,9 +1,12 @@
 // The setup every app-level suite repeats, in one call: a describe block per
 // app backend (appBackends(): embedded always, real Postgres + Redis when
 // TEST_DATABASE_URL / TEST_REDIS_URL are set), each with a test app of the
-// suite's options built before its first test; and that app on its own, for
-// a block that needs more than one app or something built alongside it.
+// suite's options built before its first test; that app on its own, for a
+// block that needs more than one app or something built alongside it; and the
+// backend's database alone, for suites that build their own app (the
+// document store, the variants).
 import { beforeAll, describe } from 'bun:test'
+import type { Db } from '../../src/storage/db.ts'
 import { type AppBackend, appBackends } from './backends.ts'
 import { conversationApp, type TestApp, type TestAppOptions } from './conversation-app.ts'
 
@@ -29,6 +32,16 @@ export function suiteApp(options: TestAppOptions | (() => Promise<TestAppOptions
     )
   }, BUILD_WITHIN_MS)
   return t
+}
+
+/** The backend's shared database, opened in the current describe block's beforeAll (read it as suiteApp's). */
+export function suiteDb(backend: AppBackend): Db {
+  // Empty until beforeAll; the adapters are plain objects, so a copy serves as they do.
+  const db = {} as Db
+  beforeAll(async () => {
+    Object.assign(db, await backend.db())
+  }, BUILD_WITHIN_MS)
+  return db
 }
 
 /**

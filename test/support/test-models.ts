@@ -8,7 +8,7 @@ import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 /** 40 words: the longest echo the local model makes, so a reply of 59 chunks (1.2 s at 20 ms). */
 export const LONG_MESSAGE = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
 
-/** The local echo model with chunkDelayMs between chunks (20 ms: LONG_MESSAGE's reply takes 1.3 s). */
+/** The local echo model with chunkDelayMs between chunks (20 ms: LONG_MESSAGE's reply takes 1.2 s). */
 export const slowLocalModel = (chunkDelayMs = 20) =>
   createLocalModel({ slug: 'local-echo', chunkDelayMs })
 
