@@ -22,8 +22,7 @@ import {
   killAllServers,
   reading,
   type Server,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
 
@@ -44,8 +43,7 @@ interface Deployment {
 const embedded: Deployment = {
   name: 'embedded (one process, PGlite, in-process state)',
   async start() {
-    const server = startServer({ LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS })
-    await waitReady(server)
+    const server = await startReadyServer({ LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS })
     return [server, server]
   },
   stop: killAllServers,
@@ -73,9 +71,7 @@ function realDeployment(databaseUrl: string): Deployment {
         REDIS_URL: redis.url,
         LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS,
       }
-      const servers: [Server, Server] = [startServer(env), startServer(env)]
-      await Promise.all(servers.map(waitReady))
-      return servers
+      return Promise.all([startReadyServer(env), startReadyServer(env)])
     },
     async stop() {
       await killAllServers()
