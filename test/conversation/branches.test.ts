@@ -14,13 +14,13 @@ import {
   conversationIdOf,
   dataOf,
   type Frame,
-  framesOf,
   get,
   newUser,
   post,
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
+import { sseReader } from '../support/sse-reader.ts'
 import { gatedModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
@@ -592,21 +592,6 @@ describeEachBackend({}, (t, backend) => {
   })
 
   describe('the mapping while a reply streams and after it failed', () => {
-    /** Reads a stream until `enough` holds for the whole items received so far. */
-    async function readUntil(
-      reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
-      enough: (frames: Frame[]) => boolean,
-    ) {
-      let text = ''
-      const decoder = new TextDecoder()
-      while (!enough(framesOf(text.slice(0, text.lastIndexOf('\n\n') + 2)))) {
-        const { value, done } = await reader.read()
-        if (done) throw new Error('the stream ended first')
-        text += decoder.decode(value, { stream: true })
-      }
-      return framesOf(text)
-    }
-
     test('a reply in progress is in the mapping as in_progress and is the current node', async () => {
       const model = gatedModel({ slug: 'held', before: ['first '], after: ['second'] })
       const held = await conversationApp({ backend, model })
@@ -615,8 +600,8 @@ describeEachBackend({}, (t, backend) => {
         user_id: user,
         messages: [textMessage('wait for it', 'w1')],
       })
-      const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-      const frames = await readUntil(reader, (f) => replyOf(f) === 'first ')
+      const reply = sseReader(response)
+      const frames = await reply.until((f) => replyOf(f) === 'first ', 'the first chunk')
       const cid = conversationIdOf(frames)
       const read = async () =>
         (await (
@@ -627,7 +612,7 @@ describeEachBackend({}, (t, backend) => {
       expect(during.mapping[aid]?.message?.status).toBe('in_progress')
       expect(during.mapping[aid]?.parent).toBe('w1')
       model.release()
-      while (!(await reader.read()).done) {}
+      await reply.rest()
       await held.conversations.whenIdle()
       expect((await read()).mapping[aid]?.message).toMatchObject({
         status: 'finished_successfully',
@@ -640,8 +625,8 @@ describeEachBackend({}, (t, backend) => {
       const held = await conversationApp({ backend, model })
       const user = newUser()
       const a = await post(held.app, SEND, { user_id: user, messages: [textMessage('A', 'qa')] })
-      const aReader = (a.body as ReadableStream<Uint8Array>).getReader()
-      const aFrames = await readUntil(aReader, (f) => replyOf(f) === 'waiting ')
+      const aReader = sseReader(a)
+      const aFrames = await aReader.until((f) => replyOf(f) === 'waiting ', 'the first chunk of A')
       const cid = conversationIdOf(aFrames)
       const aid = dataOf<{ v: { message: { id: string } } }>(aFrames[3]).v.message.id
       // B is accepted (its first items are in its log) while A still runs.
@@ -650,8 +635,8 @@ describeEachBackend({}, (t, backend) => {
         conversation_id: cid,
         messages: [textMessage('B', 'qb')],
       })
-      const bReader = (b.body as ReadableStream<Uint8Array>).getReader()
-      const bFrames = await readUntil(bReader, (f) => f.length >= 4)
+      const bReader = sseReader(b)
+      const bFrames = await bReader.until((f) => f.length >= 4, 'the add item of B')
       const bid = dataOf<{ v: { message: { id: string } } }>(bFrames[3]).v.message.id
       const [conversation] = await held.db.query<{ current_node: string }>(
         'SELECT current_node FROM conversations WHERE id = $1',
@@ -664,8 +649,8 @@ describeEachBackend({}, (t, backend) => {
       )
       expect(queued?.parent_id).toBe(aid)
       model.release()
-      while (!(await aReader.read()).done) {}
-      while (!(await bReader.read()).done) {}
+      await aReader.rest()
+      await bReader.rest()
       await held.conversations.whenIdle()
       const body = (await (
         await get(held.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })

@@ -19,38 +19,11 @@ import {
   post,
   textMessage,
 } from '../support/conversation-app.ts'
+import { sseReader } from '../support/sse-reader.ts'
 import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const isAppend = (frame: Frame) =>
   frame.event === 'delta' && frame.data.includes('"/message/content/parts/0","o":"append"')
-
-/** Reads an SSE body as it arrives: until some item shows up, or to the end. */
-function sseReader(response: Response) {
-  expect(response.status).toBe(200)
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let ended = false
-  const frames = () => framesOf(text.slice(0, text.lastIndexOf('\n\n') + 2))
-  async function more() {
-    const { value, done } = await reader.read()
-    if (done) ended = true
-    else text += decoder.decode(value, { stream: true })
-  }
-  return {
-    async until(enough: (frames: Frame[]) => boolean): Promise<Frame[]> {
-      while (!enough(frames())) {
-        if (ended) throw new Error('the stream ended first')
-        await more()
-      }
-      return frames()
-    },
-    async rest(): Promise<Frame[]> {
-      while (!ended) await more()
-      return framesOf(text)
-    },
-  }
-}
 
 /** How the stream of a stopped turn ends (CONTRACT §12). */
 function expectInterruptedEnding(frames: Frame[]) {
@@ -126,11 +99,11 @@ describeEachBackend({ model: slowLocalModel() }, (t, backend) => {
     expect(await deleted.json()).toStrictEqual({ success: true })
 
     // The running reply was cut short the way a stop cuts it.
-    const frames = await running.stream.rest()
+    const frames = framesOf(await running.stream.rest())
     expectInterruptedEnding(frames)
     expect(frames.filter(isAppend).length).toBeLessThan(40)
     // The queued turn never ran: its stream ends without a single chunk.
-    const queuedFrames = await queued.stream.rest()
+    const queuedFrames = framesOf(await queued.stream.rest())
     expect(queuedFrames.filter(isAppend)).toEqual([])
     expect(queuedFrames.at(-1)?.data).toBe('[DONE]')
 
@@ -157,7 +130,7 @@ describeEachBackend({ model: slowLocalModel() }, (t, backend) => {
       }),
     )
     expect(deleted.status).toBe(200)
-    expectInterruptedEnding(await running.stream.rest())
+    expectInterruptedEnding(framesOf(await running.stream.rest()))
     await t.conversations.whenIdle()
     await expectGone(user, running.cid, [running])
     await other.conversations.close()
@@ -171,12 +144,12 @@ describeEachBackend({ model: slowLocalModel() }, (t, backend) => {
     await mine.stream.until((frames) => frames.some(isAppend))
 
     expect((await patch('/conversations', { is_visible: false }, user)).status).toBe(200)
-    expectInterruptedEnding(await mine.stream.rest())
+    expectInterruptedEnding(framesOf(await mine.stream.rest()))
     await t.conversations.whenIdle()
     await expectGone(user, mine.cid, [mine])
 
     // Another user's turn ran to its normal end and stays.
-    const theirFrames = await theirs.stream.rest()
+    const theirFrames = framesOf(await theirs.stream.rest())
     expect(theirFrames.map((f) => f.data).join('\n')).toContain('"finish_details":{"type":"stop"}')
     expect(
       (await get(t.app, `/backend-api/conversation/${theirs.cid}`, asUser(other))).status,

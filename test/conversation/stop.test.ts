@@ -28,6 +28,7 @@ import {
   post,
   textMessage,
 } from '../support/conversation-app.ts'
+import { sseReader } from '../support/sse-reader.ts'
 import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
@@ -76,41 +77,6 @@ const endingOf = (frames: Frame[]) =>
 
 const streamCompleteFrame = (cid: string) =>
   `data: {"type":"message_stream_complete","conversation_id":"${cid}"}\n\n`
-
-/** Reads an SSE body as it arrives; only whole items count as received. */
-function sseReader(response: Response) {
-  expect(response.status).toBe(200)
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let ended = false
-  const frames = () => {
-    const end = text.lastIndexOf('\n\n')
-    return end < 0 ? [] : framesOf(text.slice(0, end + 2))
-  }
-  return {
-    frames,
-    /** Reads until `enough` holds for the items received so far; fails if the stream ends first. */
-    async until(enough: (frames: Frame[]) => boolean, what: string): Promise<Frame[]> {
-      while (!enough(frames())) {
-        if (ended) throw new Error(`the stream ended before ${what}`)
-        const { value, done } = await reader.read()
-        if (done) ended = true
-        else text += decoder.decode(value, { stream: true })
-      }
-      return frames()
-    },
-    /** Reads to the end; the whole body. */
-    async rest(): Promise<string> {
-      while (!ended) {
-        const { value, done } = await reader.read()
-        if (done) ended = true
-        else text += decoder.decode(value, { stream: true })
-      }
-      return text
-    },
-  }
-}
 
 /** What the add item (item 3 of a one-message send) names. */
 function addedReply(frames: Frame[]) {
