@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
-import { decodeJwt, SignJWT } from 'jose'
+import { decodeJwt } from 'jose'
 import { ConversationDetail } from '../../src/conversation/tree/detail-schema.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
@@ -20,6 +20,7 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { bearerFor } from '../support/identity-token.ts'
 import { detailOf } from '../support/transfer.ts'
 
 const PREPARE = '/backend-api/f/conversation/prepare'
@@ -250,26 +251,13 @@ describe('with JWT auth', () => {
   }, 60_000)
 
   test("the handshake's user is the token's; none is 401, another body user_id 403", async () => {
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'HS256' })
-      .setSubject('jwt-user')
-      .setExpirationTime('1h')
-      .sign(new TextEncoder().encode('fidelity-secret'))
-    const ok = await post(t.app, PREPARE, {}, { authorization: `Bearer ${token}` })
+    const bearer = await bearerFor('jwt-user', 'fidelity-secret')
+    const ok = await post(t.app, PREPARE, {}, bearer)
     expect(ok.status).toBe(200)
     expect(decodeJwt(((await ok.json()) as { conduit_token: string }).conduit_token).sub).toBe(
       'jwt-user',
     )
     expect((await post(t.app, REQUIREMENTS, { user_id: 'jwt-user' })).status).toBe(401)
-    expect(
-      (
-        await post(
-          t.app,
-          REQUIREMENTS,
-          { user_id: 'someone' },
-          { authorization: `Bearer ${token}` },
-        )
-      ).status,
-    ).toBe(403)
+    expect((await post(t.app, REQUIREMENTS, { user_id: 'someone' }, bearer)).status).toBe(403)
   })
 })

@@ -5,10 +5,10 @@
 // hostile - is a 422 naming the field that changes nothing (not the stored
 // row, not the cached copy).
 import { expect, test } from 'bun:test'
-import { SignJWT } from 'jose'
 import { instructionsKey } from '../../src/conversation/instructions/store.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import { conversationApp, get, newUser, post } from '../support/conversation-app.ts'
+import { bearerFor } from '../support/identity-token.ts'
 
 const PATH = '/backend-api/user_system_messages'
 const DEFAULTS = {
@@ -160,12 +160,7 @@ describeEachBackend({}, (t, backend) => {
     const secret = 'instructions-jwt-secret'
     const jwt = await conversationApp({ backend, env: { AUTH_JWT_SECRET: secret } })
     const user = newUser()
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'HS256' })
-      .setSubject(user)
-      .setExpirationTime('1h')
-      .sign(new TextEncoder().encode(secret))
-    const bearer = { authorization: `Bearer ${token}` }
+    const bearer = await bearerFor(user, secret)
     expect((await get(jwt.app, PATH, { 'x-user-id': user })).status).toBe(401)
     const set = await post(jwt.app, PATH, { enabled: true, about_user_message: 'JWT me' }, bearer)
     expect(set.status).toBe(200)

@@ -4,7 +4,6 @@
 // makes stale; bad input is a §3 error that changes nothing; someone else's
 // conversation answers like a missing one.
 import { describe, expect, test } from 'bun:test'
-import { SignJWT } from 'jose'
 import { contextKey, historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import {
@@ -16,6 +15,7 @@ import {
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
+import { bearerFor } from '../support/identity-token.ts'
 
 interface ListBody {
   items: { id: string; title: string; is_archived: boolean }[]
@@ -476,14 +476,7 @@ describeEachBackend({}, (t, backend) => {
         env: { AUTH_JWT_SECRET: secret, MODEL: 'my-model' },
       })
       expect((await get(jwt.app, '/backend-api/models')).status).toBe(401)
-      const token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject('someone')
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(secret))
-      const response = await get(jwt.app, '/backend-api/models', {
-        authorization: `Bearer ${token}`,
-      })
+      const response = await get(jwt.app, '/backend-api/models', await bearerFor('someone', secret))
       expect(response.status).toBe(200)
       expect(((await response.json()) as { models: { slug: string }[] }).models[0]?.slug).toBe(
         'my-model',

@@ -7,13 +7,13 @@
 // capacity 429 (MAX_RUNNING_CONVERSATIONS) carries a Retry-After too.
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { SignJWT } from 'jose'
 import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { RateLimitPolicy } from '../../src/rate-limit/rate-limiter.ts'
 import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.ts'
 import { type AppBackend, appBackends, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { conversationApp, get, newUser, post, textMessage } from '../support/conversation-app.ts'
+import { bearerFor } from '../support/identity-token.ts'
 import { reading } from '../support/server-process.ts'
 import { gatedModel } from '../support/test-models.ts'
 
@@ -155,12 +155,7 @@ for (const backend of appBackends())
         rateLimits: await limitsFor(backend, 1, 100),
       })
       const user = newUser()
-      const token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject(user)
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(secret))
-      const auth = { authorization: `Bearer ${token}` }
+      const auth = await bearerFor(user, secret)
       const first = await post(
         t.app,
         '/backend-api/f/conversation',
