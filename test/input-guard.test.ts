@@ -12,6 +12,7 @@ import {
 import { call, docstoreApp } from './docstore/harness.ts'
 import { describeEachBackend } from './support/backend-apps.ts'
 import { get, newUser, post, textMessage } from './support/conversation-app.ts'
+import { storedCounts } from './support/stored-counts.ts'
 
 const NUL = '\u0000'
 const HIGH = '\ud800'
@@ -81,18 +82,8 @@ describe('findUnstorableText', () => {
 const deepJson = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
 
 describeEachBackend({}, (t) => {
-  async function counts() {
-    const [row] = await t.db.query<Record<string, number>>(
-      `SELECT (SELECT count(*)::int FROM users) AS users,
-            (SELECT count(*)::int FROM conversations) AS conversations,
-            (SELECT count(*)::int FROM messages) AS messages,
-            (SELECT count(*)::int FROM documents) AS documents`,
-    )
-    return row
-  }
-
   async function expect422(response: () => Promise<Response>, detail: RegExp) {
-    const before = await counts()
+    const before = await storedCounts(t.db)
     const reply = await response()
     const body = (await reply.json()) as { detail: string; code: string }
     expect({ status: reply.status, code: body.code }).toEqual({
@@ -100,7 +91,7 @@ describeEachBackend({}, (t) => {
       code: 'validation_error',
     })
     expect(body.detail).toMatch(detail)
-    expect(await counts()).toEqual(before)
+    expect(await storedCounts(t.db)).toEqual(before)
   }
 
   const SEND = '/backend-api/f/conversation'

@@ -11,18 +11,10 @@ import {
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
+import { storedCounts } from '../support/stored-counts.ts'
 
 describeEachBackend({}, (t) => {
   const SEND = '/backend-api/f/conversation'
-
-  async function counts() {
-    const [row] = await t.db.query<{ users: number; conversations: number; messages: number }>(
-      `SELECT (SELECT count(*)::int FROM users) AS users,
-            (SELECT count(*)::int FROM conversations) AS conversations,
-            (SELECT count(*)::int FROM messages) AS messages`,
-    )
-    return row
-  }
 
   async function expectRefused(
     body: unknown,
@@ -30,7 +22,7 @@ describeEachBackend({}, (t) => {
     detailPattern: RegExp,
     headers: Record<string, string> = {},
   ) {
-    const before = await counts()
+    const before = await storedCounts(t.db)
     const response = await post(t.app, SEND, body, headers)
     expect(response.status).toBe(status)
     expect(response.headers.get('content-type')).toContain('application/json')
@@ -38,7 +30,7 @@ describeEachBackend({}, (t) => {
     expect(Object.keys(error).sort()).toEqual(['code', 'detail'])
     expect(error.code).toMatch(/^[a-z_]+$/)
     expect(error.detail).toMatch(detailPattern)
-    expect(await counts()).toEqual(before)
+    expect(await storedCounts(t.db)).toEqual(before)
     return error
   }
 
