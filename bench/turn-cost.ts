@@ -17,8 +17,6 @@
 // `--cache=memory` put the turn state or the cache in this process, to measure
 // by elimination what their Redis round trips cost; two runs with different
 // `--words` split a turn's CPU into a fixed part and a part per item.
-import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import { createApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
@@ -31,6 +29,7 @@ import { migrate } from '../src/storage/migrate.ts'
 import { createPostgresDb } from '../src/storage/postgres.ts'
 import { createRedisCache } from '../src/storage/redis-cache.ts'
 import { choiceFlag, wholeNumberFlag } from './cli-flags.ts'
+import { startMeterRedis } from './meter-redis.ts'
 
 const turns = wholeNumberFlag('turns', 600, { min: 0, max: 100_000 })
 const concurrency = Math.max(1, wholeNumberFlag('concurrency', 200, { min: 0, max: 100_000 }))
@@ -42,16 +41,6 @@ const databaseUrl = process.env.DATABASE_URL
 const databaseHost = databaseUrl ? new URL(databaseUrl).hostname : ''
 if (!databaseUrl || !['127.0.0.1', 'localhost', '[::1]'].includes(databaseHost))
   throw new Error('set DATABASE_URL to a loopback Postgres (see the header of this file)')
-
-/** A free loopback port, as the OS hands one out. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  if (typeof address !== 'object' || address === null) throw new Error('no port')
-  return address.port
-}
 
 /** The statement's kind: its first words, parameters and all, whitespace folded. */
 const statementKind = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 70)
@@ -94,14 +83,8 @@ async function redisCounters(redis: Redis): Promise<RedisCounters> {
   return { commands, cpuSeconds: field('used_cpu_user') + field('used_cpu_sys') }
 }
 
-const port = await freePort()
-const redisServer = spawn(
-  'redis-server',
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  { stdio: 'ignore' },
-)
-// Also when setting up fails before the cleanup below is reached.
-process.on('exit', () => redisServer.kill())
+const redisServer = await startMeterRedis()
+const { port } = redisServer
 // Retries until the new server listens; commands wait in the offline queue.
 const admin = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 50 })
 admin.on('error', () => {})
@@ -245,5 +228,5 @@ try {
   await cache.close()
   await rawDb.close()
   admin.disconnect()
-  redisServer.kill()
+  redisServer.stop()
 }

@@ -6,35 +6,19 @@
 // free loopback port, so Redis's counters hold nothing but this run.
 //
 //   bun run bench/turn-log-cost.ts [--logs=500] [--items=60] [--rounds=3]
-import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
 import { coalesceWritesPerLoopTurn } from '../src/storage/redis-write-coalescing.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
+import { startMeterRedis } from './meter-redis.ts'
 
 const logs = wholeNumberFlag('logs', 500, { min: 1, max: 100_000 })
 const itemsPerLog = wholeNumberFlag('items', 60, { min: 1, max: 100_000 })
 const rounds = wholeNumberFlag('rounds', 3, { min: 1, max: 100_000 })
 const item = 'data: {"v": " word"}\n\n'
 
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  if (typeof address !== 'object' || address === null) throw new Error('no port')
-  return address.port
-}
-
-const port = await freePort()
-const redisServer = spawn(
-  'redis-server',
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  { stdio: 'ignore' },
-)
-// Also when setting up fails before the cleanup below is reached.
-process.on('exit', () => redisServer.kill())
+const redisServer = await startMeterRedis()
+const { port } = redisServer
 // As the state store's client is configured (state.ts); retries until the server listens.
 const redis = new Redis({
   port,
@@ -92,5 +76,5 @@ try {
   }
 } finally {
   redis.disconnect()
-  redisServer.kill()
+  redisServer.stop()
 }

@@ -13,8 +13,7 @@ import {
   killAllServers,
   reading,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './support/server-process.ts'
 import { completeFrames } from './support/sse-frames.ts'
 
@@ -27,8 +26,7 @@ const LONG =
 const env = { LOCAL_MODEL_CHUNK_DELAY_MS: '60', TURN_LEASE_MS: '500' }
 
 test('kill -9 mid-reply, restart: the reply is finished as partial with its checkpointed text', async () => {
-  const first = startServer(env)
-  await waitReady(first)
+  const first = await startReadyServer(env)
   const userId = 'crash-user'
   const stream = reading(await send(first.base, userId, LONG))
   await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 30)
@@ -37,8 +35,7 @@ test('kill -9 mid-reply, restart: the reply is finished as partial with its chec
   const streamed = appendedChunks(completeFrames(stream.text()).join('')).join('')
   const conversationId = dataItems(stream.text())[1]?.conversation_id as string
 
-  const second = startServer({ ...env, DATA_DIR: first.dataDir })
-  await waitReady(second)
+  const second = await startReadyServer({ ...env, DATA_DIR: first.dataDir })
   // Queued behind the dead turn: it runs once the restarted process finished that one.
   const next = await (
     await send(second.base, userId, 'are you back?', { conversation_id: conversationId })

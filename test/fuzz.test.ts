@@ -2,11 +2,13 @@
 // requests (test/support/bad-requests.ts): each must be answered with a 4xx
 // §3 error body, store nothing and change no cache key. The seed is in the
 // test's name; FUZZ_SEED=<seed> bun test test/fuzz.test.ts replays a run.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { Cache } from '../src/storage/cache.ts'
+import { suiteApp } from './support/backend-apps.ts'
 import { appBackends } from './support/backends.ts'
 import { badRequests } from './support/bad-requests.ts'
-import { conversationApp, newUser, type TestApp } from './support/conversation-app.ts'
+import { newUser } from './support/conversation-app.ts'
+import { storedCounts } from './support/stored-counts.ts'
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 600)
@@ -51,32 +53,17 @@ function countingWrites(cache: Cache) {
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
     let writes: string[]
-    beforeAll(async () => {
+    const t = suiteApp(async () => {
       const counted = countingWrites(backend.cache())
       writes = counted.writes
-      t = await conversationApp({
-        backend,
-        cache: counted.cache,
-        env: { ADMIN_TOKEN: 'fuzz-admin' },
-      })
+      return { backend, cache: counted.cache, env: { ADMIN_TOKEN: 'fuzz-admin' } }
     })
-
-    async function stored() {
-      const [row] = await t.db.query<Record<string, number>>(
-        `SELECT (SELECT count(*)::int FROM users) AS users,
-            (SELECT count(*)::int FROM conversations) AS conversations,
-            (SELECT count(*)::int FROM messages) AS messages,
-            (SELECT count(*)::int FROM documents) AS documents`,
-      )
-      return row
-    }
 
     test(`seed ${SEED}: ${REQUESTS} bad requests are all 4xx, store nothing, write no cache key`, async () => {
       const failures: string[] = []
       const user = newUser()
-      const before = await stored()
+      const before = await storedCounts(t.db)
       let index = 0
       for (const request of badRequests(SEED, REQUESTS, user)) {
         const response = await t.app.handle(
@@ -99,7 +86,7 @@ for (const backend of appBackends())
         index++
       }
       expect(failures).toEqual([])
-      expect(await stored()).toEqual(before)
+      expect(await storedCounts(t.db)).toEqual(before)
       expect(await t.db.query('SELECT id FROM users WHERE id = $1', [user])).toEqual([])
     }, 120_000)
   })

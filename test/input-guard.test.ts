@@ -2,7 +2,7 @@
 // absurdly deep and bodies that are not UTF-8: a 422 naming the field on every
 // route, nothing stored, nothing rewritten (CONTRACT §3). The walker itself is
 // checked first, then each route over every app backend.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import {
   describeUnstorable,
   findUnstorableText,
@@ -10,15 +10,9 @@ import {
   textProblem,
 } from '../src/storable-text.ts'
 import { call, docstoreApp } from './docstore/harness.ts'
-import { appBackends } from './support/backends.ts'
-import {
-  conversationApp,
-  get,
-  newUser,
-  post,
-  type TestApp,
-  textMessage,
-} from './support/conversation-app.ts'
+import { describeEachBackend } from './support/backend-apps.ts'
+import { get, newUser, post, textMessage } from './support/conversation-app.ts'
+import { storedCounts } from './support/stored-counts.ts'
 
 const NUL = '\u0000'
 const HIGH = '\ud800'
@@ -87,179 +81,156 @@ describe('findUnstorableText', () => {
 
 const deepJson = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
 
-for (const backend of appBackends())
-  describe(backend.name, () => {
-    let t: TestApp
-    beforeAll(async () => {
-      t = await conversationApp({ backend })
+describeEachBackend({}, (t) => {
+  async function expect422(response: () => Promise<Response>, detail: RegExp) {
+    const before = await storedCounts(t.db)
+    const reply = await response()
+    const body = (await reply.json()) as { detail: string; code: string }
+    expect({ status: reply.status, code: body.code }).toEqual({
+      status: 422,
+      code: 'validation_error',
     })
+    expect(body.detail).toMatch(detail)
+    expect(await storedCounts(t.db)).toEqual(before)
+  }
 
-    async function counts() {
-      const [row] = await t.db.query<Record<string, number>>(
-        `SELECT (SELECT count(*)::int FROM users) AS users,
-            (SELECT count(*)::int FROM conversations) AS conversations,
-            (SELECT count(*)::int FROM messages) AS messages,
-            (SELECT count(*)::int FROM documents) AS documents`,
-      )
-      return row
-    }
+  const SEND = '/backend-api/f/conversation'
+  const send = (body: unknown) => () => post(t.app, SEND, body)
 
-    async function expect422(response: () => Promise<Response>, detail: RegExp) {
-      const before = await counts()
-      const reply = await response()
-      const body = (await reply.json()) as { detail: string; code: string }
-      expect({ status: reply.status, code: body.code }).toEqual({
-        status: 422,
-        code: 'validation_error',
-      })
-      expect(body.detail).toMatch(detail)
-      expect(await counts()).toEqual(before)
-    }
-
-    const SEND = '/backend-api/f/conversation'
-    const send = (body: unknown) => () => post(t.app, SEND, body)
-
-    test('a send with NUL or a lone surrogate in any text names the field', async () => {
-      for (const bad of [`a${NUL}b`, `a${HIGH}b`, `${LOW}`]) {
-        const user = newUser()
-        await expect422(
-          send({ user_id: user, messages: [textMessage('fine'), textMessage(bad)] }),
-          /"messages\[1\]\.content\.parts\[0\]"/,
-        )
-        await expect422(
-          send({ user_id: `${user}${bad}`, messages: [textMessage('x')] }),
-          /"user_id"/,
-        )
-        await expect422(
-          send({ user_id: user, messages: [textMessage('x', `id-${bad}`)] }),
-          /"messages\[0\]\.id"/,
-        )
-        await expect422(
-          send({ user_id: user, messages: [textMessage('x')], metadata: { note: bad } }),
-          /"metadata\.note"/,
-        )
-      }
-    })
-
-    test('the error names the problem, not a generic failure', async () => {
+  test('a send with NUL or a lone surrogate in any text names the field', async () => {
+    for (const bad of [`a${NUL}b`, `a${HIGH}b`, `${LOW}`]) {
       const user = newUser()
-      await expect422(send({ user_id: user, messages: [textMessage(NUL)] }), /NUL character/)
       await expect422(
-        send({ user_id: user, messages: [textMessage(HIGH)] }),
-        /unpaired .*surrogate/,
+        send({ user_id: user, messages: [textMessage('fine'), textMessage(bad)] }),
+        /"messages\[1\]\.content\.parts\[0\]"/,
+      )
+      await expect422(send({ user_id: `${user}${bad}`, messages: [textMessage('x')] }), /"user_id"/)
+      await expect422(
+        send({ user_id: user, messages: [textMessage('x', `id-${bad}`)] }),
+        /"messages\[0\]\.id"/,
       )
       await expect422(
-        send({ user_id: user, messages: [textMessage('x')], metadata: { [`k${NUL}`]: 1 } }),
-        /"metadata" has a key that contains a NUL/,
+        send({ user_id: user, messages: [textMessage('x')], metadata: { note: bad } }),
+        /"metadata\.note"/,
       )
-    })
-
-    test('two users that differ only in a lone surrogate are never merged', async () => {
-      // The JSON escapes arrive as the lone surrogates themselves once parsed.
-      for (const escaped of ['a\\ud800b', 'a\\udc00b']) {
-        const raw = `{"user_id":"${escaped}","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}]}`
-        await expect422(() => post(t.app, SEND, raw), /"user_id"/)
-      }
-      expect(await t.db.query(`SELECT id FROM users WHERE id = $1`, ['a\ufffdb'])).toEqual([])
-    })
-
-    test('JSON nested absurdly deep is a 422, not a crash', async () => {
-      const raw = `{"user_id":"${newUser()}","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}],"metadata":{"x":${deepJson(100_000)}}}`
-      await expect422(() => post(t.app, SEND, raw), /nested more than 64 levels/)
-      await expect422(
-        () =>
-          call(docstoreApp({ db: t.db, cache: t.cache }), 'POST', '/documents', { raw }).then(
-            (reply) => Response.json(reply.body, { status: reply.status }),
-          ),
-        /nested/,
-      )
-    })
-
-    test('a body that is not UTF-8 is refused, not decoded to U+FFFD', async () => {
-      const bytes = new Uint8Array([
-        ...new TextEncoder().encode('{"user_id":"u'),
-        0xed,
-        0xa0,
-        0x80,
-        ...new TextEncoder().encode(
-          '","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}]}',
-        ),
-      ])
-      await expect422(
-        () =>
-          t.app.handle(
-            new Request(`http://localhost${SEND}`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: bytes,
-            }),
-          ),
-        /not valid UTF-8/,
-      )
-    })
-
-    test('a NUL in the user_id query parameter of a read names the parameter', async () => {
-      await expect422(
-        () => get(t.app, '/backend-api/conversations?user_id=a%00b'),
-        /query parameter "user_id"/,
-      )
-      await expect422(
-        () => get(t.app, `/backend-api/conversation/${crypto.randomUUID()}?user_id=a%00b`),
-        /query parameter "user_id"/,
-      )
-    })
-
-    test('a query value that is not percent-encoded UTF-8 is refused, not taken literally', async () => {
-      for (const raw of ['%FF', '%ED%A0%80', '%zz'])
-        await expect422(
-          () => get(t.app, `/backend-api/conversations?user_id=a${raw}b`),
-          /query parameter "user_id" is not valid percent-encoded UTF-8/,
-        )
-    })
-
-    test('resume and stop bodies are guarded too', async () => {
-      await expect422(
-        () =>
-          post(
-            t.app,
-            '/backend-api/f/conversation/resume',
-            { conversation_id: crypto.randomUUID(), user_id: `u${NUL}` },
-            { 'x-conduit-token': 'whatever' },
-          ),
-        /"user_id"/,
-      )
-      await expect422(
-        () =>
-          post(t.app, '/backend-api/stop_conversation', {
-            conversation_id: crypto.randomUUID(),
-            user_id: `u${HIGH}`,
-          }),
-        /"user_id"/,
-      )
-    })
-
-    test('document content, metadata and questions are guarded', async () => {
-      const app = docstoreApp({ db: t.db, cache: t.cache })
-      const asResponse = (reply: { status: number; body: unknown }) =>
-        Response.json(reply.body, { status: reply.status })
-      await expect422(
-        async () =>
-          asResponse(await call(app, 'POST', '/documents', { json: { content: `x${NUL}` } })),
-        /"content"/,
-      )
-      await expect422(
-        async () =>
-          asResponse(
-            await call(app, 'POST', '/documents', {
-              json: { content: `fine ${crypto.randomUUID()}`, metadata: { a: [HIGH] } },
-            }),
-          ),
-        /"metadata\.a\[0\]"/,
-      )
-      await expect422(
-        async () =>
-          asResponse(await call(app, 'POST', '/query', { json: { question: `q${NUL}` } })),
-        /"question"/,
-      )
-    })
+    }
   })
+
+  test('the error names the problem, not a generic failure', async () => {
+    const user = newUser()
+    await expect422(send({ user_id: user, messages: [textMessage(NUL)] }), /NUL character/)
+    await expect422(send({ user_id: user, messages: [textMessage(HIGH)] }), /unpaired .*surrogate/)
+    await expect422(
+      send({ user_id: user, messages: [textMessage('x')], metadata: { [`k${NUL}`]: 1 } }),
+      /"metadata" has a key that contains a NUL/,
+    )
+  })
+
+  test('two users that differ only in a lone surrogate are never merged', async () => {
+    // The JSON escapes arrive as the lone surrogates themselves once parsed.
+    for (const escaped of ['a\\ud800b', 'a\\udc00b']) {
+      const raw = `{"user_id":"${escaped}","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}]}`
+      await expect422(() => post(t.app, SEND, raw), /"user_id"/)
+    }
+    expect(await t.db.query(`SELECT id FROM users WHERE id = $1`, ['a\ufffdb'])).toEqual([])
+  })
+
+  test('JSON nested absurdly deep is a 422, not a crash', async () => {
+    const raw = `{"user_id":"${newUser()}","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}],"metadata":{"x":${deepJson(100_000)}}}`
+    await expect422(() => post(t.app, SEND, raw), /nested more than 64 levels/)
+    await expect422(
+      () =>
+        call(docstoreApp({ db: t.db, cache: t.cache }), 'POST', '/documents', { raw }).then(
+          (reply) => Response.json(reply.body, { status: reply.status }),
+        ),
+      /nested/,
+    )
+  })
+
+  test('a body that is not UTF-8 is refused, not decoded to U+FFFD', async () => {
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('{"user_id":"u'),
+      0xed,
+      0xa0,
+      0x80,
+      ...new TextEncoder().encode(
+        '","messages":[{"role":"user","content":{"content_type":"text","parts":["x"]}}]}',
+      ),
+    ])
+    await expect422(
+      () =>
+        t.app.handle(
+          new Request(`http://localhost${SEND}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: bytes,
+          }),
+        ),
+      /not valid UTF-8/,
+    )
+  })
+
+  test('a NUL in the user_id query parameter of a read names the parameter', async () => {
+    await expect422(
+      () => get(t.app, '/backend-api/conversations?user_id=a%00b'),
+      /query parameter "user_id"/,
+    )
+    await expect422(
+      () => get(t.app, `/backend-api/conversation/${crypto.randomUUID()}?user_id=a%00b`),
+      /query parameter "user_id"/,
+    )
+  })
+
+  test('a query value that is not percent-encoded UTF-8 is refused, not taken literally', async () => {
+    for (const raw of ['%FF', '%ED%A0%80', '%zz'])
+      await expect422(
+        () => get(t.app, `/backend-api/conversations?user_id=a${raw}b`),
+        /query parameter "user_id" is not valid percent-encoded UTF-8/,
+      )
+  })
+
+  test('resume and stop bodies are guarded too', async () => {
+    await expect422(
+      () =>
+        post(
+          t.app,
+          '/backend-api/f/conversation/resume',
+          { conversation_id: crypto.randomUUID(), user_id: `u${NUL}` },
+          { 'x-conduit-token': 'whatever' },
+        ),
+      /"user_id"/,
+    )
+    await expect422(
+      () =>
+        post(t.app, '/backend-api/stop_conversation', {
+          conversation_id: crypto.randomUUID(),
+          user_id: `u${HIGH}`,
+        }),
+      /"user_id"/,
+    )
+  })
+
+  test('document content, metadata and questions are guarded', async () => {
+    const app = docstoreApp({ db: t.db, cache: t.cache })
+    const asResponse = (reply: { status: number; body: unknown }) =>
+      Response.json(reply.body, { status: reply.status })
+    await expect422(
+      async () =>
+        asResponse(await call(app, 'POST', '/documents', { json: { content: `x${NUL}` } })),
+      /"content"/,
+    )
+    await expect422(
+      async () =>
+        asResponse(
+          await call(app, 'POST', '/documents', {
+            json: { content: `fine ${crypto.randomUUID()}`, metadata: { a: [HIGH] } },
+          }),
+        ),
+      /"metadata\.a\[0\]"/,
+    )
+    await expect422(
+      async () => asResponse(await call(app, 'POST', '/query', { json: { question: `q${NUL}` } })),
+      /"question"/,
+    )
+  })
+})

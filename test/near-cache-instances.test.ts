@@ -21,8 +21,7 @@ import {
   killAllServers,
   type Server,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './support/server-process.ts'
 import { completeFrames, frameData } from './support/sse-frames.ts'
 
@@ -66,9 +65,7 @@ describe.skipIf(skipReason !== undefined)('near cache across two instances', () 
     const databaseUrl = new URL(url)
     databaseUrl.searchParams.set('search_path', `${schema},public`)
     const env = { DATABASE_URL: databaseUrl.toString(), REDIS_URL: redis.url }
-    a = startServer(env)
-    b = startServer(env)
-    await Promise.all([waitReady(a), waitReady(b)])
+    ;[a, b] = await Promise.all([startReadyServer(env), startReadyServer(env)])
   }, 60_000)
 
   afterAll(async () => {

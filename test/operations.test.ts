@@ -13,8 +13,7 @@ import {
   runToExit,
   type Server,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './support/server-process.ts'
 
 const SPAWN_TEST_TIMEOUT_MS = 30_000
@@ -40,8 +39,7 @@ describe('a running server', () => {
   let server: Server
 
   beforeAll(async () => {
-    server = startServer({ DATABASE_URL: 'memory://' })
-    await waitReady(server)
+    server = await startReadyServer({ DATABASE_URL: 'memory://' })
   }, 60_000)
 
   test('the startup line names the playground and the docs with a host to click', async () => {
@@ -160,8 +158,7 @@ describe('startup failures and settings', () => {
   test(
     'LOG_LEVEL=warn keeps the access lines out',
     async () => {
-      const server = startServer({ DATABASE_URL: 'memory://', LOG_LEVEL: 'warn' })
-      await waitReady(server)
+      const server = await startReadyServer({ DATABASE_URL: 'memory://', LOG_LEVEL: 'warn' })
       const response = await fetch(`${server.base}/backend-api/conversations?user_id=quiet`)
       expect(response.status).toBe(200)
       await response.arrayBuffer()

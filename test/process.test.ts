@@ -15,8 +15,7 @@ import {
   runToExit,
   type Server,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './support/server-process.ts'
 
 /** Spawning bun is quick, but not on a machine busy with other test runs. */
@@ -29,8 +28,7 @@ describe('the entry point', () => {
   let server: Server
 
   beforeAll(async () => {
-    server = startServer()
-    await waitReady(server)
+    server = await startReadyServer()
   }, 60_000)
 
   test(
@@ -92,8 +90,7 @@ describe('the entry point', () => {
 
 describe('SIGTERM', () => {
   test('a send that is mid-stream completes, the turn is stored, and the exit code is 0', async () => {
-    const slow = startServer({ LOCAL_MODEL_CHUNK_DELAY_MS: '50' })
-    await waitReady(slow)
+    const slow = await startReadyServer({ LOCAL_MODEL_CHUNK_DELAY_MS: '50' })
 
     const response = await send(slow.base, 'u-sigterm', 'please tell me a rather long story')
     expect(response.status).toBe(200)
@@ -117,8 +114,7 @@ describe('SIGTERM', () => {
       (item) => item.type === 'resume_conversation_token',
     )?.conversation_id
     expect(typeof conversationId).toBe('string')
-    const again = startServer({ DATA_DIR: slow.dataDir })
-    await waitReady(again)
+    const again = await startReadyServer({ DATA_DIR: slow.dataDir })
     const history = await fetch(
       `${again.base}/backend-api/conversation/${conversationId}?user_id=u-sigterm`,
     )
@@ -135,8 +131,10 @@ describe('SIGTERM', () => {
 
 describe('SIGTERM past the grace period', () => {
   test('a turn still running is stopped as interrupted, stored as streamed, and the exit code is 0', async () => {
-    const slow = startServer({ LOCAL_MODEL_CHUNK_DELAY_MS: '100', SHUTDOWN_GRACE_MS: '300' })
-    await waitReady(slow)
+    const slow = await startReadyServer({
+      LOCAL_MODEL_CHUNK_DELAY_MS: '100',
+      SHUTDOWN_GRACE_MS: '300',
+    })
     const stream = reading(await send(slow.base, 'u-grace', 'please tell me a very long story'))
     await stream.until((text) => text.includes('"o":"append"'))
     slow.proc.kill('SIGTERM')
@@ -147,8 +145,7 @@ describe('SIGTERM past the grace period', () => {
     expect(await exitCode(slow.proc)).toBe(0)
 
     const conversationId = dataItems(body)[1]?.conversation_id
-    const again = startServer({ DATA_DIR: slow.dataDir })
-    await waitReady(again)
+    const again = await startReadyServer({ DATA_DIR: slow.dataDir })
     const history = await fetch(
       `${again.base}/backend-api/conversation/${conversationId}?user_id=u-grace`,
     )

@@ -30,8 +30,7 @@ import {
   dataItems,
   reading,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './support/server-process.ts'
 import { completeFrames, frameData } from './support/sse-frames.ts'
 
@@ -50,8 +49,11 @@ async function streamsThroughFailover(
   const { env, b, user, headers, resume, history } = instances
   // A lease longer than the failover, so the turn rides through it rather
   // than being taken over; chunks slow enough to stream all along.
-  const c = startServer({ ...env, TURN_LEASE_MS: '10000', LOCAL_MODEL_CHUNK_DELAY_MS: '150' })
-  await waitReady(c)
+  const c = await startReadyServer({
+    ...env,
+    TURN_LEASE_MS: '10000',
+    LOCAL_MODEL_CHUNK_DELAY_MS: '150',
+  })
   const userId = user()
   const stream = reading(await send(c.base, userId, LONG))
   await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 3)

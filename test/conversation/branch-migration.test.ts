@@ -4,17 +4,8 @@
 // detail then reads them as one branch. Run on a database migrated up to 004,
 // filled, then migrated to the end, on each database adapter.
 import { describe, expect, test } from 'bun:test'
-import type { Db } from '../../src/storage/db.ts'
-import { loadMigrations, type Migration, migrate } from '../../src/storage/migrate.ts'
-import { openPglite, openPostgresSchema, TEST_DATABASE_URL } from '../support/backends.ts'
-
-const openers: { name: string; open: (migrations: Migration[]) => Promise<Db> }[] = [
-  { name: 'pglite', open: openPglite },
-]
-if (TEST_DATABASE_URL) {
-  const url = TEST_DATABASE_URL
-  openers.push({ name: 'postgres', open: (migrations) => openPostgresSchema(url, migrations) })
-}
+import { loadMigrations, migrate } from '../../src/storage/migrate.ts'
+import { dbBackends } from '../support/backends.ts'
 
 /** A new embedded database takes seconds to open on a loaded machine. */
 const OPEN_TIMEOUT_MS = 60_000
@@ -25,7 +16,7 @@ const ID = {
   other: '00000000-0000-4000-8000-000000000003',
 }
 
-for (const { name, open } of openers)
+for (const { name, open } of dbBackends())
   describe(name, () => {
     test(
       'gives stored messages their linear parents and conversations their current node',

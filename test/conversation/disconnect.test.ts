@@ -2,20 +2,15 @@
 // or lose the turn, but its subscription to the turn's log ends then, and a
 // quiet stream gets `: ping` keepalives.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel, localReply } from '../../src/conversation/model/local.ts'
+import { localReply } from '../../src/conversation/model/local.ts'
 import { type ConversationObserver, silentObserver } from '../../src/conversation/turn/observer.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
-import {
-  conversationApp,
-  framesOf,
-  newUser,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { framesOf, newUser, textMessage } from '../support/conversation-app.ts'
+import { slowLocalModel } from '../support/test-models.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
     let base: string
     /** What the service reported, in order: `stream closed` and `turn finished`. */
     const reported: string[] = []
@@ -30,13 +25,13 @@ for (const backend of appBackends())
         reported.push('turn finished')
       },
     }
-    beforeAll(async () => {
-      t = await conversationApp({
-        backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 40 }),
-        env: { SSE_KEEPALIVE_MS: '25' },
-        observer,
-      })
+    const t = suiteApp({
+      backend,
+      model: slowLocalModel(40),
+      env: { SSE_KEEPALIVE_MS: '25' },
+      observer,
+    })
+    beforeAll(() => {
       t.app.listen({ port: 0, hostname: '127.0.0.1' })
       base = `http://127.0.0.1:${t.app.server?.port}`
     })

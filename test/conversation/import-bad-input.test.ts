@@ -4,11 +4,11 @@
 // zipped conversations.json past IMPORT_MAX_BYTES is a 413; hostile zips (a
 // bomb, names that climb out of the archive, damage) are refused or ignored
 // without reading what they would make the service read. On every backend.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { strToU8, zipSync } from 'fflate'
-import { appBackends } from '../support/backends.ts'
-import { conversationApp, newUser, type TestApp } from '../support/conversation-app.ts'
+import { describeEachBackend } from '../support/backend-apps.ts'
+import { newUser } from '../support/conversation-app.ts'
 import { chatgptConversation, exported, importFile } from '../support/transfer.ts'
 
 /** A small import limit, so oversized files are cheap to make. */
@@ -29,319 +29,309 @@ function conversation(change: (fields: Conversation, mapping: Mapping) => void =
 
 const message = (mapping: Mapping, id: string) => mapping[id]?.message as Record<string, unknown>
 
-for (const backend of appBackends())
-  describe(backend.name, () => {
-    let t: TestApp
-    beforeAll(async () => {
-      t = await conversationApp({ backend, env: { IMPORT_MAX_BYTES: String(LIMIT) } })
-    }, 60_000)
-
-    /** How many conversations and messages the user has. */
-    async function stored(user: string) {
-      const rows = await t.db.query<{ conversations: number; messages: number }>(
-        `SELECT (SELECT count(*)::int FROM conversations WHERE user_id = $1) AS conversations,
+describeEachBackend({ env: { IMPORT_MAX_BYTES: String(LIMIT) } }, (t) => {
+  /** How many conversations and messages the user has. */
+  async function stored(user: string) {
+    const rows = await t.db.query<{ conversations: number; messages: number }>(
+      `SELECT (SELECT count(*)::int FROM conversations WHERE user_id = $1) AS conversations,
                 (SELECT count(*)::int FROM messages m JOIN conversations c ON c.id = m.conversation_id
                   WHERE c.user_id = $1) AS messages`,
-        [user],
-      )
-      return rows[0]
-    }
+      [user],
+    )
+    return rows[0]
+  }
 
-    /** Imports `body` as a new user: answers the error, and checks nothing was stored. */
-    async function refused(
-      body: RequestInit['body'],
-      status: number,
-      detail: RegExp,
-      headers: Record<string, string> = {},
-    ) {
+  /** Imports `body` as a new user: answers the error, and checks nothing was stored. */
+  async function refused(
+    body: RequestInit['body'],
+    status: number,
+    detail: RegExp,
+    headers: Record<string, string> = {},
+  ) {
+    const user = newUser()
+    const response = await importFile(t.app, user, body, headers)
+    const error = (await response.json()) as { detail: string; code: string }
+    expect({ status: response.status, detail: error.detail }).toEqual({
+      status,
+      detail: expect.stringMatching(detail),
+    })
+    expect(Object.keys(error).sort()).toEqual(['code', 'detail'])
+    expect(await stored(user)).toEqual({ conversations: 0, messages: 0 })
+    return error
+  }
+
+  const file = (...conversations: unknown[]) => JSON.stringify(conversations)
+
+  describe('malformed files', () => {
+    test.each([
+      ['not JSON at all', 'hello', /must be a JSON array/],
+      ['an object', '{"conversations":[]}', /must be a JSON array/],
+      ['empty', '', /must be a JSON array/],
+      ['a string element', '["x"]', /"\[0\]" must be a conversation object/],
+      [
+        'a trailing comma',
+        `[${JSON.stringify(conversation())},]`,
+        /"\[1\]" must be a conversation object/,
+      ],
+      [
+        'cut short',
+        `[${JSON.stringify(conversation()).slice(0, 50)}`,
+        /ends inside conversation \[0\]/,
+      ],
+      ['text after the array', '[] trailing', /text after the array/],
+      ['bad JSON inside', '[{"id": "x", "mapping": {,}}]', /"\[0\]" of the file is not valid JSON/],
+      [
+        'no comma',
+        `[${JSON.stringify(conversation())} {}]`,
+        /"," or "\]" must follow conversation \[0\]/,
+      ],
+    ])('%s is a 422', async (_, body, detail) => {
+      const error = await refused(body, 422, detail)
+      expect(error.code).toBe('validation_error')
+    })
+
+    test('a file cut short after a whole conversation keeps that one, and says so', async () => {
       const user = newUser()
-      const response = await importFile(t.app, user, body, headers)
-      const error = (await response.json()) as { detail: string; code: string }
-      expect({ status: response.status, detail: error.detail }).toEqual({
-        status,
-        detail: expect.stringMatching(detail),
-      })
-      expect(Object.keys(error).sort()).toEqual(['code', 'detail'])
-      expect(await stored(user)).toEqual({ conversations: 0, messages: 0 })
-      return error
-    }
-
-    const file = (...conversations: unknown[]) => JSON.stringify(conversations)
-
-    describe('malformed files', () => {
-      test.each([
-        ['not JSON at all', 'hello', /must be a JSON array/],
-        ['an object', '{"conversations":[]}', /must be a JSON array/],
-        ['empty', '', /must be a JSON array/],
-        ['a string element', '["x"]', /"\[0\]" must be a conversation object/],
-        [
-          'a trailing comma',
-          `[${JSON.stringify(conversation())},]`,
-          /"\[1\]" must be a conversation object/,
-        ],
-        [
-          'cut short',
-          `[${JSON.stringify(conversation()).slice(0, 50)}`,
-          /ends inside conversation \[0\]/,
-        ],
-        ['text after the array', '[] trailing', /text after the array/],
-        [
-          'bad JSON inside',
-          '[{"id": "x", "mapping": {,}}]',
-          /"\[0\]" of the file is not valid JSON/,
-        ],
-        [
-          'no comma',
-          `[${JSON.stringify(conversation())} {}]`,
-          /"," or "\]" must follow conversation \[0\]/,
-        ],
-      ])('%s is a 422', async (_, body, detail) => {
-        const error = await refused(body, 422, detail)
-        expect(error.code).toBe('validation_error')
-      })
-
-      test('a file cut short after a whole conversation keeps that one, and says so', async () => {
-        const user = newUser()
-        const response = await importFile(t.app, user, `[${JSON.stringify(conversation())}`)
-        expect(response.status).toBe(422)
-        const { detail } = (await response.json()) as { detail: string }
-        expect(detail).toContain('ends before its array is closed')
-        expect(detail).toContain('The 1 conversation(s) before it were imported')
-        expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
-      })
-
-      test('bytes that are not UTF-8 are a 422', async () => {
-        const bytes = new Uint8Array([...strToU8('[{"id":"'), 0xff, 0xfe, ...strToU8('"}]')])
-        await refused(bytes, 422, /"\[0\]" of the file is not valid UTF-8/)
-      })
+      const response = await importFile(t.app, user, `[${JSON.stringify(conversation())}`)
+      expect(response.status).toBe(422)
+      const { detail } = (await response.json()) as { detail: string }
+      expect(detail).toContain('ends before its array is closed')
+      expect(detail).toContain('The 1 conversation(s) before it were imported')
+      expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
     })
 
-    describe('wrong types and broken trees name the first bad field', () => {
-      const cases: [string, (fields: Conversation, mapping: Mapping) => void, RegExp][] = [
-        [
-          'a role that is not a string',
-          (_, m) => {
-            ;(message(m, 'u1').author as Record<string, unknown>).role = 7
-          },
-          /"\[0\]\.mapping\.u1\.message\.author\.role" of the file must be a string/,
-        ],
-        [
-          'no author',
-          (_, m) => {
-            delete message(m, 'a1').author
-          },
-          /"\[0\]\.mapping\.a1\.message\.author" of the file must be an object/,
-        ],
-        [
-          'a mapping that is a list',
-          (f) => {
-            f.mapping = []
-          },
-          /"\[0\]\.mapping" of the file must be an object/,
-        ],
-        [
-          'text parts that are not a list',
-          (_, m) => {
-            message(m, 'u1').content = { content_type: 'text', parts: 'hello' }
-          },
-          /"\[0\]\.mapping\.u1\.message\.content\.parts" of the file must be an array/,
-        ],
-        [
-          'a time that is text',
-          (_, m) => {
-            message(m, 'a1').create_time = 'yesterday'
-          },
-          /"\[0\]\.mapping\.a1\.message\.create_time" of the file must be a number/,
-        ],
-        [
-          'a negative time',
-          (f) => {
-            f.create_time = -5
-          },
-          /"\[0\]\.create_time" of the file must be a time/,
-        ],
-        [
-          'no id',
-          (f) => {
-            delete f.id
-            delete f.conversation_id
-          },
-          /"\[0\]\.conversation_id" of the file must be a string/,
-        ],
-        [
-          'a status that is a number',
-          (_, m) => {
-            message(m, 'u1').status = 5
-          },
-          /"\[0\]\.mapping\.u1\.message\.status" of the file must be a string/,
-        ],
-        [
-          'an archive flag that is text',
-          (f) => {
-            f.is_archived = 'yes'
-          },
-          /"\[0\]\.is_archived" of the file must be true or false/,
-        ],
-        [
-          'a message id that is not its key',
-          (_, m) => {
-            message(m, 'a1').id = 'other'
-          },
-          /"\[0\]\.mapping\.a1\.message\.id" of the file must be the key of its mapping node/,
-        ],
-        [
-          'a parent that is not in the mapping',
-          (_, m) => {
-            ;(m.a1 as { parent: string }).parent = 'nowhere'
-          },
-          /"\[0\]\.mapping\.a1\.parent" of the file must name a node of the mapping/,
-        ],
-        [
-          'a cycle',
-          (_, m) => {
-            ;(m.u1 as { parent: string }).parent = 'a1'
-          },
-          /"\[0\]\.mapping\.u1\.parent" of the file makes a cycle/,
-        ],
-        [
-          'a NUL character in a message',
-          (_, m) => {
-            message(m, 'a1').content = { content_type: 'text', parts: ['ok', 'a\u0000b'] }
-          },
-          /"\[0\]\.mapping\.a1\.message\.content\.parts\[1\]" contains a NUL character/,
-        ],
-        [
-          'a lone surrogate in a title',
-          (f) => {
-            f.title = 'bad \ud800 title'
-          },
-          /"\[0\]\.title" contains an unpaired UTF-16 surrogate/,
-        ],
-        [
-          'metadata nested absurdly deep',
-          (_, m) => {
-            let deep: unknown = 'bottom'
-            for (let level = 0; level < 100; level++) deep = { deeper: deep }
-            message(m, 'a1').metadata = { finish_details: deep }
-          },
-          /"\[0\]\.mapping\.a1\.message\.metadata\.finish_details\.deeper[.a-z]*…" contains arrays or objects nested more than 64 levels/,
-        ],
-      ]
-      test.each(cases)('%s', async (_, change, detail) => {
-        await refused(file(conversation(change)), 422, detail)
-      })
-
-      test('conversations before a bad one are stored, and the error says so; nothing of the bad one is', async () => {
-        const user = newUser()
-        const good = conversation()
-        const bad = conversation((_, m) => {
-          ;(message(m, 'a1').author as Record<string, unknown>).role = null
-        })
-        const response = await importFile(t.app, user, file(good, bad))
-        expect(response.status).toBe(422)
-        const { detail } = (await response.json()) as { detail: string }
-        expect(detail).toContain('"[1].mapping.a1.message.author.role"')
-        expect(detail).toContain('The 1 conversation(s) before it were imported')
-        expect((await exported(t.app, user)).map((entry) => entry.id)).toEqual([good.id as string])
-        expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
-        // The corrected file adds only the rest.
-        const fixed = await importFile(t.app, user, file(good, conversation()))
-        expect(await fixed.json()).toMatchObject({
-          imported: 1,
-          skipped: [{ id: good.id, reason: 'already imported' }],
-        })
-      })
-    })
-
-    describe('size', () => {
-      const big = () =>
-        file(
-          conversation((_, m) => {
-            message(m, 'u1').content = { content_type: 'text', parts: ['x'.repeat(LIMIT)] }
-          }),
-        )
-
-      test('a file past IMPORT_MAX_BYTES is a 413', async () => {
-        const error = await refused(big(), 413, new RegExp(`larger than ${LIMIT} bytes`))
-        expect(error.code).toBe('payload_too_large')
-      })
-
-      test('so is one sent without a length, in chunks', async () => {
-        const bytes = strToU8(big())
-        const body = new ReadableStream<Uint8Array>({
-          start(controller) {
-            for (let at = 0; at < bytes.length; at += 1000)
-              controller.enqueue(bytes.slice(at, at + 1000))
-            controller.close()
-          },
-        })
-        await refused(body, 413, /larger than/)
-      })
-    })
-
-    describe('hostile zips', () => {
-      const json = () => strToU8(file(conversation()))
-
-      test('a zip bomb: conversations.json unpacking past the limit is a 413, read no further', async () => {
-        // 50 MB of spaces inside a valid array: a few dozen KB zipped.
-        const bomb = new Uint8Array(50 * 2 ** 20).fill(0x20)
-        bomb[0] = 0x5b
-        bomb[bomb.length - 1] = 0x5d
-        const zip = zipSync({ 'conversations.json': [bomb, { level: 9 }] })
-        expect(zip.length).toBeLessThan(LIMIT)
-        const started = performance.now()
-        await refused(zip, 413, /conversations\.json in the zip is larger than/, {
-          'content-type': 'application/zip',
-        })
-        // Generous on a loaded machine: inflating all 50 MB is not needed to refuse it.
-        expect(performance.now() - started).toBeLessThan(5_000)
-      })
-
-      test.each([
-        ['../conversations.json'],
-        ['/conversations.json'],
-        ['a/b/conversations.json'],
-        ['..\\conversations.json'],
-        ['./conversations.json'],
-        ['conversations.json.exe'],
-      ])('an entry named %s is not read: "no conversations.json"', async (name) => {
-        await refused(zipSync({ [name]: json() }), 422, /holds no conversations\.json/, {
-          'content-type': 'application/zip',
-        })
-      })
-
-      test('a damaged entry besides conversations.json does not matter', async () => {
-        const junk = new Uint8Array(20_000).map((_, index) => (index * 7919) % 251)
-        const zip = zipSync({ 'junk.bin': [junk, { level: 6 }], 'conversations.json': json() })
-        // Garble the deflate data of junk.bin (it starts after its 30-byte header and its name).
-        for (let at = 30 + 'junk.bin'.length + 2; at < 30 + 'junk.bin'.length + 200; at++)
-          zip[at] = 0xff
-        const user = newUser()
-        const response = await importFile(t.app, user, zip, { 'content-type': 'application/zip' })
-        expect(response.status).toBe(200)
-        expect(((await response.json()) as { imported: number }).imported).toBe(1)
-      })
-
-      test('a damaged or cut-short zip is a 422', async () => {
-        const zip = zipSync({ 'conversations.json': json() })
-        await refused(zip.slice(0, Math.floor(zip.length / 2)), 422, /damaged or cut short/)
-        const garbled = zip.slice()
-        for (let at = 60; at < garbled.length - 60; at++) garbled[at] = 0x00
-        await refused(garbled, 422, /damaged|no conversations\.json|not valid|must be/)
-      })
-
-      test('a zip holding something else, or nothing, is a 422', async () => {
-        await refused(
-          zipSync({ 'chat.html': strToU8('<html></html>') }),
-          422,
-          /holds no conversations\.json/,
-        )
-        await refused(zipSync({}), 422, /holds no conversations\.json/)
-      })
-    })
-
-    test('no identity is a 401 and stores nothing', async () => {
-      const response = await importFile(t.app, '', file(conversation()), { 'x-user-id': '' })
-      expect(response.status).toBe(401)
+    test('bytes that are not UTF-8 are a 422', async () => {
+      const bytes = new Uint8Array([...strToU8('[{"id":"'), 0xff, 0xfe, ...strToU8('"}]')])
+      await refused(bytes, 422, /"\[0\]" of the file is not valid UTF-8/)
     })
   })
+
+  describe('wrong types and broken trees name the first bad field', () => {
+    const cases: [string, (fields: Conversation, mapping: Mapping) => void, RegExp][] = [
+      [
+        'a role that is not a string',
+        (_, m) => {
+          ;(message(m, 'u1').author as Record<string, unknown>).role = 7
+        },
+        /"\[0\]\.mapping\.u1\.message\.author\.role" of the file must be a string/,
+      ],
+      [
+        'no author',
+        (_, m) => {
+          delete message(m, 'a1').author
+        },
+        /"\[0\]\.mapping\.a1\.message\.author" of the file must be an object/,
+      ],
+      [
+        'a mapping that is a list',
+        (f) => {
+          f.mapping = []
+        },
+        /"\[0\]\.mapping" of the file must be an object/,
+      ],
+      [
+        'text parts that are not a list',
+        (_, m) => {
+          message(m, 'u1').content = { content_type: 'text', parts: 'hello' }
+        },
+        /"\[0\]\.mapping\.u1\.message\.content\.parts" of the file must be an array/,
+      ],
+      [
+        'a time that is text',
+        (_, m) => {
+          message(m, 'a1').create_time = 'yesterday'
+        },
+        /"\[0\]\.mapping\.a1\.message\.create_time" of the file must be a number/,
+      ],
+      [
+        'a negative time',
+        (f) => {
+          f.create_time = -5
+        },
+        /"\[0\]\.create_time" of the file must be a time/,
+      ],
+      [
+        'no id',
+        (f) => {
+          delete f.id
+          delete f.conversation_id
+        },
+        /"\[0\]\.conversation_id" of the file must be a string/,
+      ],
+      [
+        'a status that is a number',
+        (_, m) => {
+          message(m, 'u1').status = 5
+        },
+        /"\[0\]\.mapping\.u1\.message\.status" of the file must be a string/,
+      ],
+      [
+        'an archive flag that is text',
+        (f) => {
+          f.is_archived = 'yes'
+        },
+        /"\[0\]\.is_archived" of the file must be true or false/,
+      ],
+      [
+        'a message id that is not its key',
+        (_, m) => {
+          message(m, 'a1').id = 'other'
+        },
+        /"\[0\]\.mapping\.a1\.message\.id" of the file must be the key of its mapping node/,
+      ],
+      [
+        'a parent that is not in the mapping',
+        (_, m) => {
+          ;(m.a1 as { parent: string }).parent = 'nowhere'
+        },
+        /"\[0\]\.mapping\.a1\.parent" of the file must name a node of the mapping/,
+      ],
+      [
+        'a cycle',
+        (_, m) => {
+          ;(m.u1 as { parent: string }).parent = 'a1'
+        },
+        /"\[0\]\.mapping\.u1\.parent" of the file makes a cycle/,
+      ],
+      [
+        'a NUL character in a message',
+        (_, m) => {
+          message(m, 'a1').content = { content_type: 'text', parts: ['ok', 'a\u0000b'] }
+        },
+        /"\[0\]\.mapping\.a1\.message\.content\.parts\[1\]" contains a NUL character/,
+      ],
+      [
+        'a lone surrogate in a title',
+        (f) => {
+          f.title = 'bad \ud800 title'
+        },
+        /"\[0\]\.title" contains an unpaired UTF-16 surrogate/,
+      ],
+      [
+        'metadata nested absurdly deep',
+        (_, m) => {
+          let deep: unknown = 'bottom'
+          for (let level = 0; level < 100; level++) deep = { deeper: deep }
+          message(m, 'a1').metadata = { finish_details: deep }
+        },
+        /"\[0\]\.mapping\.a1\.message\.metadata\.finish_details\.deeper[.a-z]*…" contains arrays or objects nested more than 64 levels/,
+      ],
+    ]
+    test.each(cases)('%s', async (_, change, detail) => {
+      await refused(file(conversation(change)), 422, detail)
+    })
+
+    test('conversations before a bad one are stored, and the error says so; nothing of the bad one is', async () => {
+      const user = newUser()
+      const good = conversation()
+      const bad = conversation((_, m) => {
+        ;(message(m, 'a1').author as Record<string, unknown>).role = null
+      })
+      const response = await importFile(t.app, user, file(good, bad))
+      expect(response.status).toBe(422)
+      const { detail } = (await response.json()) as { detail: string }
+      expect(detail).toContain('"[1].mapping.a1.message.author.role"')
+      expect(detail).toContain('The 1 conversation(s) before it were imported')
+      expect((await exported(t.app, user)).map((entry) => entry.id)).toEqual([good.id as string])
+      expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
+      // The corrected file adds only the rest.
+      const fixed = await importFile(t.app, user, file(good, conversation()))
+      expect(await fixed.json()).toMatchObject({
+        imported: 1,
+        skipped: [{ id: good.id, reason: 'already imported' }],
+      })
+    })
+  })
+
+  describe('size', () => {
+    const big = () =>
+      file(
+        conversation((_, m) => {
+          message(m, 'u1').content = { content_type: 'text', parts: ['x'.repeat(LIMIT)] }
+        }),
+      )
+
+    test('a file past IMPORT_MAX_BYTES is a 413', async () => {
+      const error = await refused(big(), 413, new RegExp(`larger than ${LIMIT} bytes`))
+      expect(error.code).toBe('payload_too_large')
+    })
+
+    test('so is one sent without a length, in chunks', async () => {
+      const bytes = strToU8(big())
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 1000)
+            controller.enqueue(bytes.slice(at, at + 1000))
+          controller.close()
+        },
+      })
+      await refused(body, 413, /larger than/)
+    })
+  })
+
+  describe('hostile zips', () => {
+    const json = () => strToU8(file(conversation()))
+
+    test('a zip bomb: conversations.json unpacking past the limit is a 413, read no further', async () => {
+      // 50 MB of spaces inside a valid array: a few dozen KB zipped.
+      const bomb = new Uint8Array(50 * 2 ** 20).fill(0x20)
+      bomb[0] = 0x5b
+      bomb[bomb.length - 1] = 0x5d
+      const zip = zipSync({ 'conversations.json': [bomb, { level: 9 }] })
+      expect(zip.length).toBeLessThan(LIMIT)
+      const started = performance.now()
+      await refused(zip, 413, /conversations\.json in the zip is larger than/, {
+        'content-type': 'application/zip',
+      })
+      // Generous on a loaded machine: inflating all 50 MB is not needed to refuse it.
+      expect(performance.now() - started).toBeLessThan(5_000)
+    })
+
+    test.each([
+      ['../conversations.json'],
+      ['/conversations.json'],
+      ['a/b/conversations.json'],
+      ['..\\conversations.json'],
+      ['./conversations.json'],
+      ['conversations.json.exe'],
+    ])('an entry named %s is not read: "no conversations.json"', async (name) => {
+      await refused(zipSync({ [name]: json() }), 422, /holds no conversations\.json/, {
+        'content-type': 'application/zip',
+      })
+    })
+
+    test('a damaged entry besides conversations.json does not matter', async () => {
+      const junk = new Uint8Array(20_000).map((_, index) => (index * 7919) % 251)
+      const zip = zipSync({ 'junk.bin': [junk, { level: 6 }], 'conversations.json': json() })
+      // Garble the deflate data of junk.bin (it starts after its 30-byte header and its name).
+      for (let at = 30 + 'junk.bin'.length + 2; at < 30 + 'junk.bin'.length + 200; at++)
+        zip[at] = 0xff
+      const user = newUser()
+      const response = await importFile(t.app, user, zip, { 'content-type': 'application/zip' })
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { imported: number }).imported).toBe(1)
+    })
+
+    test('a damaged or cut-short zip is a 422', async () => {
+      const zip = zipSync({ 'conversations.json': json() })
+      await refused(zip.slice(0, Math.floor(zip.length / 2)), 422, /damaged or cut short/)
+      const garbled = zip.slice()
+      for (let at = 60; at < garbled.length - 60; at++) garbled[at] = 0x00
+      await refused(garbled, 422, /damaged|no conversations\.json|not valid|must be/)
+    })
+
+    test('a zip holding something else, or nothing, is a 422', async () => {
+      await refused(
+        zipSync({ 'chat.html': strToU8('<html></html>') }),
+        422,
+        /holds no conversations\.json/,
+      )
+      await refused(zipSync({}), 422, /holds no conversations\.json/)
+    })
+  })
+
+  test('no identity is a 401 and stores nothing', async () => {
+    const response = await importFile(t.app, '', file(conversation()), { 'x-user-id': '' })
+    expect(response.status).toBe(401)
+  })
+})

@@ -5,23 +5,14 @@
 // user. Run on a database migrated up to 005, filled, then migrated to the
 // end, on each database adapter.
 import { describe, expect, test } from 'bun:test'
-import type { Db } from '../../src/storage/db.ts'
-import { loadMigrations, type Migration, migrate } from '../../src/storage/migrate.ts'
-import { openPglite, openPostgresSchema, TEST_DATABASE_URL } from '../support/backends.ts'
-
-const openers: { name: string; open: (migrations: Migration[]) => Promise<Db> }[] = [
-  { name: 'pglite', open: openPglite },
-]
-if (TEST_DATABASE_URL) {
-  const url = TEST_DATABASE_URL
-  openers.push({ name: 'postgres', open: (migrations) => openPostgresSchema(url, migrations) })
-}
+import { loadMigrations, migrate } from '../../src/storage/migrate.ts'
+import { dbBackends } from '../support/backends.ts'
 
 const OPEN_TIMEOUT_MS = 60_000
 const WITH_REPLY = '00000000-0000-4000-8000-000000000011'
 const WITHOUT = '00000000-0000-4000-8000-000000000012'
 
-for (const { name, open } of openers)
+for (const { name, open } of dbBackends())
   describe(name, () => {
     test(
       'stored conversations take the model of their current reply; instructions are bounded',

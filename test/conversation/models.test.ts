@@ -7,16 +7,15 @@
 // may name another model, the reasoning effort reaches the server that takes
 // it, custom instructions reach the request body after the model's system
 // prompt, and the context is cut to fit the model's window.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import {
   estimateTokens,
   MESSAGE_OVERHEAD_TOKENS,
   REPLY_PRIMING_TOKENS,
 } from '../../src/conversation/model/token-count.ts'
 import { contextKey } from '../../src/conversation/reads/cache-keys.ts'
-import { appBackends } from '../support/backends.ts'
+import { describeEachBackend } from '../support/backend-apps.ts'
 import {
-  conversationApp,
   conversationIdOf,
   dataOf,
   type Frame,
@@ -24,7 +23,6 @@ import {
   newUser,
   post,
   sendAndRead,
-  type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
 import { type FakeOpenAi, type RecordedRequest, startFakeOpenAi } from '../support/fake-openai.ts'
@@ -103,22 +101,17 @@ async function requestWith(fake: FakeOpenAi, mark: string): Promise<RecordedRequ
   return found[0] as RecordedRequest
 }
 
-for (const backend of appBackends())
-  describe(backend.name, () => {
-    let t: TestApp
-
-    beforeAll(async () => {
-      t = await conversationApp({
-        backend,
-        env: {
-          MODELS: catalogue(),
-          FAST_KEY,
-          BROKEN_KEY,
-          MODEL_TIMEOUT_MS: '1000',
-        },
-      })
-    })
-
+describeEachBackend(
+  // The fakes' addresses are known once they started (beforeAll above).
+  () => ({
+    env: {
+      MODELS: catalogue(),
+      FAST_KEY,
+      BROKEN_KEY,
+      MODEL_TIMEOUT_MS: '1000',
+    },
+  }),
+  (t) => {
     afterAll(async () => {
       await t?.conversations.whenIdle()
     })
@@ -445,4 +438,5 @@ for (const backend of appBackends())
       // Bounded by the timeout, not by the 2.5 s the server would have taken per word.
       expect(performance.now() - started).toBeLessThan(8_000)
     })
-  })
+  },
+)

@@ -4,14 +4,13 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { historyKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db, Row } from '../../src/storage/db.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import {
-  conversationApp,
   conversationIdOf,
   get,
   newUser,
   sendAndRead,
-  type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
 
@@ -92,11 +91,10 @@ function holdingDb(db: Db) {
 for (const backend of appBackends())
   describe(backend.name, () => {
     describe('a read that raced a write', () => {
-      let t: TestApp
       let holding: ReturnType<typeof holdingDb>
-      beforeAll(async () => {
+      const t = suiteApp(async () => {
         holding = holdingDb(await backend.db())
-        t = await conversationApp({ backend, db: holding.db })
+        return { backend, db: holding.db }
       })
 
       test('does not store what it read before the write after the write invalidated it', async () => {
@@ -127,15 +125,14 @@ for (const backend of appBackends())
       })
     })
 
-    let t: TestApp
     let counter: { queries: number }
     let cacheCounter: { operations: number }
-    beforeAll(async () => {
+    const t = suiteApp(async () => {
       const counting = countingDb(await backend.db())
       const countingC = countingCache(backend.cache())
       counter = counting.counter
       cacheCounter = countingC.counter
-      t = await conversationApp({ backend, db: counting.db, cache: countingC.cache })
+      return { backend, db: counting.db, cache: countingC.cache }
     })
 
     // Each waits until the runner is idle: after [DONE] it still looks for a next turn,

@@ -1,11 +1,10 @@
 // POST /backend-api/f/conversation/resume (CONTRACT §4.4): every item exactly
 // once from any offset, during the turn and after it; bad tokens are 401.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import {
-  conversationApp,
   dataOf,
   framesOf,
   newUser,
@@ -14,21 +13,15 @@ import {
   type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { slowLocalModel } from '../support/test-models.ts'
 
 const RESUME = '/backend-api/f/conversation/resume'
 const SECRET = 'test-resume-secret'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
-    let slow: TestApp
-    beforeAll(async () => {
-      t = await conversationApp({ backend })
-      slow = await conversationApp({
-        backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 15 }),
-      })
-    })
+    const t = suiteApp({ backend })
+    const slow = suiteApp({ backend, model: slowLocalModel(15) })
 
     async function finishedTurn(app = t) {
       const user = newUser()

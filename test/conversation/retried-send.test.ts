@@ -13,23 +13,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Db } from '../../src/storage/db.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends, TEST_DATABASE_URL, uniqueName } from '../support/backends.ts'
-import {
-  conversationApp,
-  framesOf,
-  newUser,
-  post,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { framesOf, newUser, post, textMessage } from '../support/conversation-app.ts'
 import { type PrivateRedis, REDIS_SERVER, startPrivateRedis } from '../support/redis-server.ts'
 import {
   appendedChunks,
   killAllServers,
   reading,
   type Server,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
 
@@ -50,8 +43,7 @@ interface Deployment {
 const embedded: Deployment = {
   name: 'embedded (one process, PGlite, in-process state)',
   async start() {
-    const server = startServer({ LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS })
-    await waitReady(server)
+    const server = await startReadyServer({ LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS })
     return [server, server]
   },
   stop: killAllServers,
@@ -79,9 +71,7 @@ function realDeployment(databaseUrl: string): Deployment {
         REDIS_URL: redis.url,
         LOCAL_MODEL_CHUNK_DELAY_MS: CHUNK_DELAY_MS,
       }
-      const servers: [Server, Server] = [startServer(env), startServer(env)]
-      await Promise.all(servers.map(waitReady))
-      return servers
+      return Promise.all([startReadyServer(env), startReadyServer(env)])
     },
     async stop() {
       await killAllServers()
@@ -338,10 +328,7 @@ for (const deployment of deployments)
   })
 
 describe.each(appBackends())('a retried send in process, $name', (backend) => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await conversationApp({ backend })
-  })
+  const t = suiteApp({ backend })
 
   async function sendAndRead(body: Record<string, unknown>) {
     const response = await post(t.app, SEND, body)

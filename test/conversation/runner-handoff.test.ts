@@ -2,37 +2,27 @@
 // (CONTRACT §13): the accepting instance cannot take the lease, so it leaves
 // the turn to the holder, which runs it right after its own - not when a sweep
 // finds it. No sweep runs here, so only that hand-off can run the second turn.
-import { beforeAll, describe, expect, test } from 'bun:test'
-import { createLocalModel } from '../../src/conversation/model/local.ts'
+import { describe, expect, test } from 'bun:test'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
-import {
-  conversationApp,
-  newUser,
-  post,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { newUser, post, textMessage } from '../support/conversation-app.ts'
 import { reading } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
-const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ')
 
 for (const backend of appBackends())
   describe(backend.name, () => {
     // Two instances on one database and one turn state; neither sweeps.
-    let holder: TestApp
-    let other: TestApp
-    beforeAll(async () => {
-      const model = createLocalModel({ slug: 'local-echo', chunkDelayMs: 10 })
-      holder = await conversationApp({ backend, model })
-      other = await conversationApp({ backend, model })
-    })
+    const model = slowLocalModel(10)
+    const holder = suiteApp({ backend, model })
+    const other = suiteApp({ backend, model })
 
     test('a send accepted elsewhere while the lease is held runs right after the running turn', async () => {
       const user = newUser()
       const first = reading(
-        await post(holder.app, SEND, { user_id: user, messages: [textMessage(LONG)] }),
+        await post(holder.app, SEND, { user_id: user, messages: [textMessage(LONG_MESSAGE)] }),
       )
       await first.until((text) => text.includes('"o":"append"'))
       const { conversation_id: cid } = frameData<{ conversation_id: string }>(

@@ -13,15 +13,11 @@
 // - bad input to both routes is a §3 error that changes nothing: the running
 //   turn it named still completes normally.
 // Every wait is on an event (an SSE item, whenIdle), never a sleep.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { decodeJwt } from 'jose'
-import {
-  createLocalModel,
-  localReply,
-  splitIntoChunks,
-} from '../../src/conversation/model/local.ts'
-import { appBackends } from '../support/backends.ts'
+import { localReply, splitIntoChunks } from '../../src/conversation/model/local.ts'
+import { describeEachBackend } from '../support/backend-apps.ts'
 import {
   conversationApp,
   dataOf,
@@ -30,17 +26,15 @@ import {
   get,
   newUser,
   post,
-  type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
+import { sseReader } from '../support/sse-reader.ts'
+import { LONG_MESSAGE, slowLocalModel } from '../support/test-models.ts'
 
 const SEND = '/backend-api/f/conversation'
 const STOP = '/backend-api/stop_conversation'
 const RESUME = '/backend-api/f/conversation/resume'
 const statusPath = (cid: string) => `/backend-api/conversation/${cid}/stream_status`
-
-/** 40 words: the longest echo the local model makes, so about 65 chunks (1.3 s at 20 ms). */
-const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
 
 /** The completion patch of a reply cut short by a stop (CONTRACT §12), as one SSE frame. */
 const INTERRUPTED_COMPLETION =
@@ -84,41 +78,6 @@ const endingOf = (frames: Frame[]) =>
 const streamCompleteFrame = (cid: string) =>
   `data: {"type":"message_stream_complete","conversation_id":"${cid}"}\n\n`
 
-/** Reads an SSE body as it arrives; only whole items count as received. */
-function sseReader(response: Response) {
-  expect(response.status).toBe(200)
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let ended = false
-  const frames = () => {
-    const end = text.lastIndexOf('\n\n')
-    return end < 0 ? [] : framesOf(text.slice(0, end + 2))
-  }
-  return {
-    frames,
-    /** Reads until `enough` holds for the items received so far; fails if the stream ends first. */
-    async until(enough: (frames: Frame[]) => boolean, what: string): Promise<Frame[]> {
-      while (!enough(frames())) {
-        if (ended) throw new Error(`the stream ended before ${what}`)
-        const { value, done } = await reader.read()
-        if (done) ended = true
-        else text += decoder.decode(value, { stream: true })
-      }
-      return frames()
-    },
-    /** Reads to the end; the whole body. */
-    async rest(): Promise<string> {
-      while (!ended) {
-        const { value, done } = await reader.read()
-        if (done) ended = true
-        else text += decoder.decode(value, { stream: true })
-      }
-      return text
-    },
-  }
-}
-
 /** What the add item (item 3 of a one-message send) names. */
 function addedReply(frames: Frame[]) {
   const add = dataOf<{ o: string; v: { message: { id: string }; conversation_id: string } }>(
@@ -128,331 +87,320 @@ function addedReply(frames: Frame[]) {
   return { aid: add.v.message.id, cid: add.v.conversation_id }
 }
 
-for (const backend of appBackends())
-  describe(backend.name, () => {
-    let t: TestApp
-    beforeAll(async () => {
-      t = await conversationApp({
-        backend,
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
-      })
+describeEachBackend({ model: slowLocalModel() }, (t, backend) => {
+  /** Sends one message and reads its stream up to the first append item. */
+  async function startTurn(user: string, text: string, conversationId?: string) {
+    const response = await post(t.app, SEND, {
+      user_id: user,
+      ...(conversationId ? { conversation_id: conversationId } : {}),
+      messages: [textMessage(text)],
     })
+    const stream = sseReader(response)
+    const frames = await stream.until((f) => f.some(isAppend), 'the first append item')
+    return { stream, ...addedReply(frames) }
+  }
 
-    /** Sends one message and reads its stream up to the first append item. */
-    async function startTurn(user: string, text: string, conversationId?: string) {
-      const response = await post(t.app, SEND, {
+  const stop = (body: unknown, user?: string) =>
+    post(t.app, STOP, body, user ? { 'x-user-id': user } : {})
+
+  const streamStatus = (cid: string, user?: string) =>
+    get(t.app, statusPath(cid), user ? { 'x-user-id': user } : {})
+
+  /** The stored messages of a conversation: role and text, in order. */
+  async function history(cid: string, user: string) {
+    const response = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as {
+      messages: { id: string; role: string; content: { parts: string[] } }[]
+    }
+    return body.messages.map((m) => ({ id: m.id, role: m.role, text: m.content.parts.join('') }))
+  }
+
+  /** A §3 error body with exactly detail and code. */
+  async function expectError(response: Response, status: number, code: string, detail: RegExp) {
+    expect(response.status).toBe(status)
+    expect(response.headers.get('content-type')).toContain('application/json')
+    const body = (await response.json()) as { detail: string; code: string }
+    expect(Object.keys(body).sort()).toEqual(['code', 'detail'])
+    expect(body.code).toBe(code)
+    expect(body.detail).toMatch(detail)
+  }
+
+  test('a stop mid-reply ends the stream as interrupted and stores exactly what streamed', async () => {
+    const user = newUser()
+    const { stream, aid, cid } = await startTurn(user, LONG_MESSAGE)
+
+    const stopped = await stop({ conversation_id: cid }, user)
+    const stoppedAt = Date.now()
+    expect(stopped.status).toBe(200)
+    expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
+
+    const body = await stream.rest()
+    expect(Date.now() - stoppedAt).toBeLessThan(2_000)
+    const frames = framesOf(body)
+    // Prefix, then only append items, then the interrupted ending; no error item.
+    const firstAppend = frames.findIndex(isAppend)
+    const lastAppend = frames.findLastIndex(isAppend)
+    expect(firstAppend).toBe(5)
+    expect(frames.slice(firstAppend, lastAppend + 1).every(isAppend)).toBe(true)
+    expect(frames.some((frame) => typeOf(frame) === 'error')).toBe(false)
+    expect(endingOf(frames)).toEqual([
+      INTERRUPTED_COMPLETION,
+      streamCompleteFrame(cid),
+      'data: [DONE]\n\n',
+    ])
+
+    // Cut well short of the full reply…
+    const appends = frames.filter(isAppend).length
+    const full = splitIntoChunks(fullReply(LONG_MESSAGE))
+    expect(appends).toBeGreaterThanOrEqual(1)
+    expect(appends).toBeLessThan(full.length / 2)
+    // …and the stored reply is exactly the text streamed.
+    const streamed = appendedText(frames)
+    expect(full.join('').startsWith(streamed)).toBe(true)
+    expect(await history(cid, user)).toMatchObject([
+      { role: 'user', text: LONG_MESSAGE },
+      { id: aid, role: 'assistant', text: streamed },
+    ])
+    expect((await history(cid, user)).length).toBe(2)
+  })
+
+  test('a stop with nothing running answers stopped:false and changes nothing', async () => {
+    const user = newUser()
+    const { stream, cid } = await startTurn(user, 'a short one')
+    await stream.rest()
+    await t.conversations.whenIdle()
+    const before = await history(cid, user)
+
+    const response = await stop({ conversation_id: cid }, user)
+    expect(response.status).toBe(200)
+    expect(await response.json()).toStrictEqual({ stopped: false })
+    expect(await history(cid, user)).toEqual(before)
+  })
+
+  test('a stop leaves the turns queued behind the stopped one to run', async () => {
+    const user = newUser()
+    const a = await startTurn(user, LONG_MESSAGE)
+    // B is accepted while A runs, so it queues behind it.
+    const b = sseReader(
+      await post(t.app, SEND, {
         user_id: user,
-        ...(conversationId ? { conversation_id: conversationId } : {}),
-        messages: [textMessage(text)],
-      })
-      const stream = sseReader(response)
-      const frames = await stream.until((f) => f.some(isAppend), 'the first append item')
-      return { stream, ...addedReply(frames) }
-    }
+        conversation_id: a.cid,
+        messages: [textMessage('and what comes after?')],
+      }),
+    )
+    const bPrefix = await b.until((f) => f.length >= 4, 'the add item of B')
+    const bReply = addedReply(bPrefix)
+    expect(bReply.cid).toBe(a.cid)
 
-    const stop = (body: unknown, user?: string) =>
-      post(t.app, STOP, body, user ? { 'x-user-id': user } : {})
+    const stopped = await stop({ conversation_id: a.cid }, user)
+    expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: a.aid })
 
-    const streamStatus = (cid: string, user?: string) =>
-      get(t.app, statusPath(cid), user ? { 'x-user-id': user } : {})
+    const aFrames = framesOf(await a.stream.rest())
+    expect(endingOf(aFrames)).toEqual([
+      INTERRUPTED_COMPLETION,
+      streamCompleteFrame(a.cid),
+      'data: [DONE]\n\n',
+    ])
+    const aText = appendedText(aFrames)
 
-    /** The stored messages of a conversation: role and text, in order. */
-    async function history(cid: string, user: string) {
-      const response = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })
-      expect(response.status).toBe(200)
-      const body = (await response.json()) as {
-        messages: { id: string; role: string; content: { parts: string[] } }[]
-      }
-      return body.messages.map((m) => ({ id: m.id, role: m.role, text: m.content.parts.join('') }))
-    }
+    // B runs to its normal end, answering a context that holds A's cut reply.
+    const bFrames = framesOf(await b.rest())
+    expect(bFrames.some((frame) => typeOf(frame) === 'error')).toBe(false)
+    expect(endingOf(bFrames)).toEqual([
+      STOP_COMPLETION,
+      streamCompleteFrame(a.cid),
+      'data: [DONE]\n\n',
+    ])
+    const bText = appendedText(bFrames)
+    expect(bText).toBe(fullReply(LONG_MESSAGE, aText, 'and what comes after?'))
 
-    /** A §3 error body with exactly detail and code. */
-    async function expectError(response: Response, status: number, code: string, detail: RegExp) {
-      expect(response.status).toBe(status)
-      expect(response.headers.get('content-type')).toContain('application/json')
-      const body = (await response.json()) as { detail: string; code: string }
-      expect(Object.keys(body).sort()).toEqual(['code', 'detail'])
-      expect(body.code).toBe(code)
-      expect(body.detail).toMatch(detail)
-    }
+    await t.conversations.whenIdle()
+    expect(await history(a.cid, user)).toMatchObject([
+      { role: 'user', text: LONG_MESSAGE },
+      { id: a.aid, role: 'assistant', text: aText },
+      { role: 'user', text: 'and what comes after?' },
+      { id: bReply.aid, role: 'assistant', text: bText },
+    ])
+    expect((await history(a.cid, user)).length).toBe(4)
+    const after = await stop({ conversation_id: a.cid }, user)
+    expect(await after.json()).toStrictEqual({ stopped: false })
+  })
 
-    test('a stop mid-reply ends the stream as interrupted and stores exactly what streamed', async () => {
-      const user = newUser()
-      const { stream, aid, cid } = await startTurn(user, LONG)
+  test('stream_status mid-reply gives a token and offset that resume byte-exactly', async () => {
+    const user = newUser()
+    const { stream, aid, cid } = await startTurn(user, LONG_MESSAGE)
 
-      const stopped = await stop({ conversation_id: cid }, user)
-      const stoppedAt = Date.now()
-      expect(stopped.status).toBe(200)
-      expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
-
-      const body = await stream.rest()
-      expect(Date.now() - stoppedAt).toBeLessThan(2_000)
-      const frames = framesOf(body)
-      // Prefix, then only append items, then the interrupted ending; no error item.
-      const firstAppend = frames.findIndex(isAppend)
-      const lastAppend = frames.findLastIndex(isAppend)
-      expect(firstAppend).toBe(5)
-      expect(frames.slice(firstAppend, lastAppend + 1).every(isAppend)).toBe(true)
-      expect(frames.some((frame) => typeOf(frame) === 'error')).toBe(false)
-      expect(endingOf(frames)).toEqual([
-        INTERRUPTED_COMPLETION,
-        streamCompleteFrame(cid),
-        'data: [DONE]\n\n',
-      ])
-
-      // Cut well short of the full reply…
-      const appends = frames.filter(isAppend).length
-      const full = splitIntoChunks(fullReply(LONG))
-      expect(appends).toBeGreaterThanOrEqual(1)
-      expect(appends).toBeLessThan(full.length / 2)
-      // …and the stored reply is exactly the text streamed.
-      const streamed = appendedText(frames)
-      expect(full.join('').startsWith(streamed)).toBe(true)
-      expect(await history(cid, user)).toMatchObject([
-        { role: 'user', text: LONG },
-        { id: aid, role: 'assistant', text: streamed },
-      ])
-      expect((await history(cid, user)).length).toBe(2)
+    const response = await streamStatus(cid, user)
+    expect(response.status).toBe(200)
+    const status = (await response.json()) as Record<string, unknown>
+    expect(Object.keys(status).sort()).toEqual([
+      'conversation_id',
+      'message_id',
+      'offset',
+      'status',
+      'streaming',
+      'token',
+    ])
+    expect(status).toMatchObject({
+      conversation_id: cid,
+      status: 'IS_STREAMING',
+      streaming: true,
+      message_id: aid,
     })
+    const { token, offset } = status as { token: string; offset: number }
+    // At least the prefix and the first append item had streamed.
+    expect(Number.isInteger(offset)).toBe(true)
+    expect(offset).toBeGreaterThanOrEqual(6)
+    expect(decodeJwt(token)).toMatchObject({ sub: user, conversation_id: cid, message_id: aid })
 
-    test('a stop with nothing running answers stopped:false and changes nothing', async () => {
-      const user = newUser()
-      const { stream, cid } = await startTurn(user, 'a short one')
-      await stream.rest()
-      await t.conversations.whenIdle()
-      const before = await history(cid, user)
+    // Resume live, while the original sender keeps reading to the end.
+    const resumed = sseReader(
+      await post(t.app, RESUME, { conversation_id: cid, offset }, { 'x-conduit-token': token }),
+    )
+    const [original, rest] = await Promise.all([stream.rest(), resumed.rest()])
+    const originalFrames = framesOf(original)
+    expect(offset).toBeLessThan(originalFrames.length)
+    expect(original).toBe(
+      originalFrames
+        .slice(0, offset)
+        .map((f) => f.raw)
+        .join('') + rest,
+    )
+    expect(endingOf(originalFrames)).toEqual([
+      STOP_COMPLETION,
+      streamCompleteFrame(cid),
+      'data: [DONE]\n\n',
+    ])
 
-      const response = await stop({ conversation_id: cid }, user)
-      expect(response.status).toBe(200)
-      expect(await response.json()).toStrictEqual({ stopped: false })
-      expect(await history(cid, user)).toEqual(before)
-    })
-
-    test('a stop leaves the turns queued behind the stopped one to run', async () => {
-      const user = newUser()
-      const a = await startTurn(user, LONG)
-      // B is accepted while A runs, so it queues behind it.
-      const b = sseReader(
-        await post(t.app, SEND, {
-          user_id: user,
-          conversation_id: a.cid,
-          messages: [textMessage('and what comes after?')],
-        }),
-      )
-      const bPrefix = await b.until((f) => f.length >= 4, 'the add item of B')
-      const bReply = addedReply(bPrefix)
-      expect(bReply.cid).toBe(a.cid)
-
-      const stopped = await stop({ conversation_id: a.cid }, user)
-      expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: a.aid })
-
-      const aFrames = framesOf(await a.stream.rest())
-      expect(endingOf(aFrames)).toEqual([
-        INTERRUPTED_COMPLETION,
-        streamCompleteFrame(a.cid),
-        'data: [DONE]\n\n',
-      ])
-      const aText = appendedText(aFrames)
-
-      // B runs to its normal end, answering a context that holds A's cut reply.
-      const bFrames = framesOf(await b.rest())
-      expect(bFrames.some((frame) => typeOf(frame) === 'error')).toBe(false)
-      expect(endingOf(bFrames)).toEqual([
-        STOP_COMPLETION,
-        streamCompleteFrame(a.cid),
-        'data: [DONE]\n\n',
-      ])
-      const bText = appendedText(bFrames)
-      expect(bText).toBe(fullReply(LONG, aText, 'and what comes after?'))
-
-      await t.conversations.whenIdle()
-      expect(await history(a.cid, user)).toMatchObject([
-        { role: 'user', text: LONG },
-        { id: a.aid, role: 'assistant', text: aText },
-        { role: 'user', text: 'and what comes after?' },
-        { id: bReply.aid, role: 'assistant', text: bText },
-      ])
-      expect((await history(a.cid, user)).length).toBe(4)
-      const after = await stop({ conversation_id: a.cid }, user)
-      expect(await after.json()).toStrictEqual({ stopped: false })
-    })
-
-    test('stream_status mid-reply gives a token and offset that resume byte-exactly', async () => {
-      const user = newUser()
-      const { stream, aid, cid } = await startTurn(user, LONG)
-
-      const response = await streamStatus(cid, user)
-      expect(response.status).toBe(200)
-      const status = (await response.json()) as Record<string, unknown>
-      expect(Object.keys(status).sort()).toEqual([
-        'conversation_id',
-        'message_id',
-        'offset',
-        'status',
-        'streaming',
-        'token',
-      ])
-      expect(status).toMatchObject({
-        conversation_id: cid,
-        status: 'IS_STREAMING',
-        streaming: true,
-        message_id: aid,
-      })
-      const { token, offset } = status as { token: string; offset: number }
-      // At least the prefix and the first append item had streamed.
-      expect(Number.isInteger(offset)).toBe(true)
-      expect(offset).toBeGreaterThanOrEqual(6)
-      expect(decodeJwt(token)).toMatchObject({ sub: user, conversation_id: cid, message_id: aid })
-
-      // Resume live, while the original sender keeps reading to the end.
-      const resumed = sseReader(
-        await post(t.app, RESUME, { conversation_id: cid, offset }, { 'x-conduit-token': token }),
-      )
-      const [original, rest] = await Promise.all([stream.rest(), resumed.rest()])
-      const originalFrames = framesOf(original)
-      expect(offset).toBeLessThan(originalFrames.length)
-      expect(original).toBe(
-        originalFrames
-          .slice(0, offset)
-          .map((f) => f.raw)
-          .join('') + rest,
-      )
-      expect(endingOf(originalFrames)).toEqual([
-        STOP_COMPLETION,
-        streamCompleteFrame(cid),
-        'data: [DONE]\n\n',
-      ])
-
-      await t.conversations.whenIdle()
-      const idle = await streamStatus(cid, user)
-      expect(idle.status).toBe(200)
-      expect(await idle.json()).toStrictEqual({
-        conversation_id: cid,
-        status: 'NOT_STREAMING',
-        streaming: false,
-      })
-    })
-
-    test('bad stop and stream_status requests are §3 errors and leave the running turn alone', async () => {
-      const owner = newUser()
-      const stranger = newUser()
-      const { stream, cid } = await startTurn(owner, LONG)
-
-      // stop_conversation
-      await expectError(
-        await stop({ conversation_id: 'not-a-uuid' }, owner),
-        422,
-        'validation_error',
-        /conversation_id/,
-      )
-      await expectError(await stop({}, owner), 422, 'validation_error', /conversation_id/)
-      await expectError(
-        await post(t.app, STOP, `{"conversation_id": "${cid}"`, { 'x-user-id': owner }),
-        422,
-        'invalid_json',
-        /JSON/,
-      )
-      await expectError(
-        await stop({ conversation_id: cid }, stranger),
-        404,
-        'not_found',
-        /not found/i,
-      )
-      await expectError(
-        await stop({ conversation_id: randomUUID() }, owner),
-        404,
-        'not_found',
-        /not found/i,
-      )
-      await expectError(await stop({ conversation_id: cid }), 401, 'unauthorized', /./)
-
-      // stream_status
-      await expectError(
-        await streamStatus('not-a-uuid', owner),
-        422,
-        'validation_error',
-        /conversation_id/,
-      )
-      await expectError(await streamStatus(cid, stranger), 404, 'not_found', /not found/i)
-      await expectError(await streamStatus(randomUUID(), owner), 404, 'not_found', /not found/i)
-      await expectError(await streamStatus(cid), 401, 'unauthorized', /./)
-
-      // All of that happened while the turn ran, and it runs on to its normal end.
-      const running = (await (await streamStatus(cid, owner)).json()) as { streaming: boolean }
-      expect(running.streaming).toBe(true)
-      const frames = framesOf(await stream.rest())
-      expect(frames.some((frame) => typeOf(frame) === 'error')).toBe(false)
-      expect(endingOf(frames)).toEqual([
-        STOP_COMPLETION,
-        streamCompleteFrame(cid),
-        'data: [DONE]\n\n',
-      ])
-      const full = fullReply(LONG)
-      expect(frames.filter(isAppend).length).toBe(splitIntoChunks(full).length)
-      expect(appendedText(frames)).toBe(full)
-      await t.conversations.whenIdle()
-      expect(await history(cid, owner)).toMatchObject([
-        { role: 'user', text: LONG },
-        { role: 'assistant', text: full },
-      ])
-    })
-
-    // A turn the sender already sees (its add item streamed, stream_status says
-    // streaming:true) whose runner has not claimed it yet: the stop is recorded
-    // on the turn and the runner ends it when it claims it. On real
-    // Postgres+Redis this is the usual case for a stop sent right after the add
-    // item; the claim is held here to make it deterministic.
-    test('a stop before any runner claims a queued turn still stops it', async () => {
-      // Short leases, so the sweep soon takes up what the "other instance" leaves.
-      const held = await conversationApp({
-        backend,
-        env: { TURN_LEASE_MS: '200' },
-        model: createLocalModel({ slug: 'local-echo', chunkDelayMs: 20 }),
-      })
-      const state = await backend.state()
-      const user = newUser()
-      try {
-        const first = framesOf(
-          await (
-            await post(held.app, SEND, { user_id: user, messages: [textMessage('hi')] })
-          ).text(),
-        )
-        expect(first.at(-1)?.data).toBe('[DONE]')
-        const { cid: conversation } = addedReply(first)
-        await held.conversations.whenIdle()
-        // Another instance holds the conversation's lease: the send queues, claimed by nobody.
-        const other = await state.leases.acquire(conversation, 60_000)
-        expect(other).toBeDefined()
-        const stream = sseReader(
-          await post(held.app, SEND, {
-            user_id: user,
-            conversation_id: conversation,
-            messages: [textMessage(LONG)],
-          }),
-        )
-        const { aid, cid } = addedReply(await stream.until((f) => f.length >= 4, 'the add item'))
-        const status = await get(held.app, statusPath(cid), { 'x-user-id': user })
-        expect(await status.json()).toMatchObject({ streaming: true, message_id: aid })
-
-        const stopped = await post(held.app, STOP, { conversation_id: cid }, { 'x-user-id': user })
-        expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
-        // The other instance goes away; this one's sweep takes the turn up.
-        if (other) await state.leases.release(other)
-        held.conversations.startRecovery()
-        const frames = framesOf(await stream.rest())
-        // The model never ran: right after the four first items, the interrupted ending.
-        expect(frames.slice(4).map((frame) => frame.raw)).toEqual([
-          INTERRUPTED_COMPLETION,
-          streamCompleteFrame(cid),
-          'data: [DONE]\n\n',
-        ])
-        await held.conversations.whenIdle()
-        expect((await history(cid, user)).slice(2)).toMatchObject([
-          { role: 'user', text: LONG },
-          { role: 'assistant', text: '' },
-        ])
-      } finally {
-        await held.conversations.close(0)
-      }
+    await t.conversations.whenIdle()
+    const idle = await streamStatus(cid, user)
+    expect(idle.status).toBe(200)
+    expect(await idle.json()).toStrictEqual({
+      conversation_id: cid,
+      status: 'NOT_STREAMING',
+      streaming: false,
     })
   })
+
+  test('bad stop and stream_status requests are §3 errors and leave the running turn alone', async () => {
+    const owner = newUser()
+    const stranger = newUser()
+    const { stream, cid } = await startTurn(owner, LONG_MESSAGE)
+
+    // stop_conversation
+    await expectError(
+      await stop({ conversation_id: 'not-a-uuid' }, owner),
+      422,
+      'validation_error',
+      /conversation_id/,
+    )
+    await expectError(await stop({}, owner), 422, 'validation_error', /conversation_id/)
+    await expectError(
+      await post(t.app, STOP, `{"conversation_id": "${cid}"`, { 'x-user-id': owner }),
+      422,
+      'invalid_json',
+      /JSON/,
+    )
+    await expectError(
+      await stop({ conversation_id: cid }, stranger),
+      404,
+      'not_found',
+      /not found/i,
+    )
+    await expectError(
+      await stop({ conversation_id: randomUUID() }, owner),
+      404,
+      'not_found',
+      /not found/i,
+    )
+    await expectError(await stop({ conversation_id: cid }), 401, 'unauthorized', /./)
+
+    // stream_status
+    await expectError(
+      await streamStatus('not-a-uuid', owner),
+      422,
+      'validation_error',
+      /conversation_id/,
+    )
+    await expectError(await streamStatus(cid, stranger), 404, 'not_found', /not found/i)
+    await expectError(await streamStatus(randomUUID(), owner), 404, 'not_found', /not found/i)
+    await expectError(await streamStatus(cid), 401, 'unauthorized', /./)
+
+    // All of that happened while the turn ran, and it runs on to its normal end.
+    const running = (await (await streamStatus(cid, owner)).json()) as { streaming: boolean }
+    expect(running.streaming).toBe(true)
+    const frames = framesOf(await stream.rest())
+    expect(frames.some((frame) => typeOf(frame) === 'error')).toBe(false)
+    expect(endingOf(frames)).toEqual([
+      STOP_COMPLETION,
+      streamCompleteFrame(cid),
+      'data: [DONE]\n\n',
+    ])
+    const full = fullReply(LONG_MESSAGE)
+    expect(frames.filter(isAppend).length).toBe(splitIntoChunks(full).length)
+    expect(appendedText(frames)).toBe(full)
+    await t.conversations.whenIdle()
+    expect(await history(cid, owner)).toMatchObject([
+      { role: 'user', text: LONG_MESSAGE },
+      { role: 'assistant', text: full },
+    ])
+  })
+
+  // A turn the sender already sees (its add item streamed, stream_status says
+  // streaming:true) whose runner has not claimed it yet: the stop is recorded
+  // on the turn and the runner ends it when it claims it. On real
+  // Postgres+Redis this is the usual case for a stop sent right after the add
+  // item; the claim is held here to make it deterministic.
+  test('a stop before any runner claims a queued turn still stops it', async () => {
+    // Short leases, so the sweep soon takes up what the "other instance" leaves.
+    const held = await conversationApp({
+      backend,
+      env: { TURN_LEASE_MS: '200' },
+      model: slowLocalModel(),
+    })
+    const state = await backend.state()
+    const user = newUser()
+    try {
+      const first = framesOf(
+        await (await post(held.app, SEND, { user_id: user, messages: [textMessage('hi')] })).text(),
+      )
+      expect(first.at(-1)?.data).toBe('[DONE]')
+      const { cid: conversation } = addedReply(first)
+      await held.conversations.whenIdle()
+      // Another instance holds the conversation's lease: the send queues, claimed by nobody.
+      const other = await state.leases.acquire(conversation, 60_000)
+      expect(other).toBeDefined()
+      const stream = sseReader(
+        await post(held.app, SEND, {
+          user_id: user,
+          conversation_id: conversation,
+          messages: [textMessage(LONG_MESSAGE)],
+        }),
+      )
+      const { aid, cid } = addedReply(await stream.until((f) => f.length >= 4, 'the add item'))
+      const status = await get(held.app, statusPath(cid), { 'x-user-id': user })
+      expect(await status.json()).toMatchObject({ streaming: true, message_id: aid })
+
+      const stopped = await post(held.app, STOP, { conversation_id: cid }, { 'x-user-id': user })
+      expect(await stopped.json()).toStrictEqual({ stopped: true, message_id: aid })
+      // The other instance goes away; this one's sweep takes the turn up.
+      if (other) await state.leases.release(other)
+      held.conversations.startRecovery()
+      const frames = framesOf(await stream.rest())
+      // The model never ran: right after the four first items, the interrupted ending.
+      expect(frames.slice(4).map((frame) => frame.raw)).toEqual([
+        INTERRUPTED_COMPLETION,
+        streamCompleteFrame(cid),
+        'data: [DONE]\n\n',
+      ])
+      await held.conversations.whenIdle()
+      expect((await history(cid, user)).slice(2)).toMatchObject([
+        { role: 'user', text: LONG_MESSAGE },
+        { role: 'assistant', text: '' },
+      ])
+    } finally {
+      await held.conversations.close(0)
+    }
+  })
+})

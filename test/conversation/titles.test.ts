@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { titleFrom } from '../../src/conversation/messages.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import {
   conversationApp,
@@ -93,10 +94,7 @@ function fakeOpenAi() {
 for (const backend of appBackends())
   describe(backend.name, () => {
     describe('with the local model', () => {
-      let t: TestApp
-      beforeAll(async () => {
-        t = await conversationApp({ backend })
-      })
+      const t = suiteApp({ backend })
 
       test('the first turn streams the first message, cut to 80 characters, as its title', async () => {
         const user = newUser()

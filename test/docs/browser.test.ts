@@ -2,41 +2,14 @@
 // with every request going to this loopback server (no CDN, no internet).
 // Needs Debian's chromium at /usr/bin/chromium (.ci/run installs it).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { embeddedBackend } from '../support/backends.ts'
+import { CHROMIUM_MISSING, launchChromium, loopbackPage } from '../support/chromium.ts'
 import { conversationApp, type TestApp } from '../support/conversation-app.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium)
-  console.log(`browser.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`)
+if (CHROMIUM_MISSING) console.log(`browser.test.ts skipped: ${CHROMIUM_MISSING}`)
 
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-
-const isLoopback = (url: string) => {
-  const { protocol, hostname } = new URL(url)
-  if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true
-  return hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]'
-}
-
-interface Visit {
-  page: Page
-  /** Every URL the page asked for that was not on loopback. */
-  outside: string[]
-  errors: string[]
-}
-
-describe.skipIf(!hasChromium)('docs pages in Chromium', () => {
+describe.skipIf(CHROMIUM_MISSING !== undefined)('docs pages in Chromium', () => {
   let browser: Browser
   let server: ReturnType<TestApp['app']['listen']>
   let base: string
@@ -47,7 +20,7 @@ describe.skipIf(!hasChromium)('docs pages in Chromium', () => {
     const { app } = await conversationApp({ backend: embeddedBackend })
     server = app.listen({ port: 0, hostname: '127.0.0.1' })
     base = `http://127.0.0.1:${server.server?.port}`
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+    browser = await launchChromium()
   }, 60_000)
 
   afterAll(async () => {
@@ -55,22 +28,11 @@ describe.skipIf(!hasChromium)('docs pages in Chromium', () => {
     await server?.stop()
   })
 
-  async function visit(path: string): Promise<Visit> {
-    const context = await browser.newContext()
-    const outside: string[] = []
-    const errors: string[] = []
-    // Every request the page starts, even one its CSP then blocks, is seen here.
-    context.on('request', (request) => {
-      if (!isLoopback(request.url())) outside.push(request.url())
-    })
-    // And none that is off loopback ever reaches the network.
-    await context.route('**/*', (route) =>
-      isLoopback(route.request().url()) ? route.continue() : route.abort(),
-    )
-    const page = await context.newPage()
-    page.on('pageerror', (error) => errors.push(error.message))
-    await page.goto(`${base}${path}`, { waitUntil: 'load' })
-    return { page, outside, errors }
+  /** A new page at path; what it asked of other hosts and threw, in `outside` and `errors`. */
+  async function visit(path: string) {
+    const opened = await loopbackPage(browser)
+    await opened.page.goto(`${base}${path}`, { waitUntil: 'load' })
+    return opened
   }
 
   /** Waits until the rendered DOM contains every text. */

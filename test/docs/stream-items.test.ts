@@ -2,19 +2,18 @@
 // the send route's text/event-stream answer lists one schema per item kind,
 // and every item of real streams (a first turn with its title, a turn of two
 // inputs, a regenerated reply, a model failing mid-reply) matches exactly one.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { Value } from '@sinclair/typebox/value'
 import { ModelError } from '../../src/conversation/model/provider.ts'
 import { StreamEvents } from '../../src/conversation/stream/stream-schemas.ts'
 import { call } from '../docstore/harness.ts'
-import { appBackends } from '../support/backends.ts'
+import { describeEachBackend } from '../support/backend-apps.ts'
 import {
   conversationApp,
   conversationIdOf,
   type Frame,
   newUser,
   sendAndRead,
-  type TestApp,
   textMessage,
 } from '../support/conversation-app.ts'
 
@@ -42,123 +41,116 @@ const eventOf = (frame: Frame) => ({
 const matchingKinds = (frame: Frame) =>
   StreamEvents.filter((schema) => Value.Check(schema, eventOf(frame))).map((schema) => schema.title)
 
-for (const backend of appBackends())
-  describe(backend.name, () => {
-    let t: TestApp
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      t = await conversationApp({ backend })
-    }, 60_000)
+describeEachBackend({}, (t, backend) => {
+  test('the send route documents one schema per item kind, and its new body fields', async () => {
+    const { body: doc } = await call<OpenApiDocument>(t.app, 'GET', '/docs/json')
+    const send = doc.paths['/backend-api/f/conversation']?.post
+    const events = send?.responses['200']?.content?.['text/event-stream']?.schema.oneOf ?? []
+    expect(events.map((schema) => schema.title)).toEqual([
+      'delta_encoding',
+      'resume_conversation_token',
+      'input_message',
+      'assistant message add',
+      'message_marker',
+      'append',
+      'error',
+      'completion',
+      'title_generation',
+      'message_stream_complete',
+      '[DONE]',
+    ])
+    const error = events.find((schema) => schema.title === 'error')
+    expect(Object.keys(error?.properties?.data?.properties ?? {})).toContain('error')
 
-    test('the send route documents one schema per item kind, and its new body fields', async () => {
-      const { body: doc } = await call<OpenApiDocument>(t.app, 'GET', '/docs/json')
-      const send = doc.paths['/backend-api/f/conversation']?.post
-      const events = send?.responses['200']?.content?.['text/event-stream']?.schema.oneOf ?? []
-      expect(events.map((schema) => schema.title)).toEqual([
-        'delta_encoding',
-        'resume_conversation_token',
-        'input_message',
-        'assistant message add',
-        'message_marker',
-        'append',
-        'error',
-        'completion',
-        'title_generation',
-        'message_stream_complete',
-        '[DONE]',
-      ])
-      const error = events.find((schema) => schema.title === 'error')
-      expect(Object.keys(error?.properties?.data?.properties ?? {})).toContain('error')
-
-      const body = send?.requestBody?.content['application/json']?.schema
-      expect(Object.keys(body?.properties ?? {})).toEqual(
-        expect.arrayContaining(['parent_message_id', 'action', 'messages']),
-      )
-      expect(body?.properties?.action?.enum).toEqual(['next', 'variant'])
-      expect(Object.keys(body?.properties?.messages?.items?.properties ?? {})).toEqual(
-        expect.arrayContaining(['role', 'author']),
-      )
-      const detail =
-        doc.paths['/backend-api/conversation/{conversation_id}']?.get?.responses['200']?.content?.[
-          'application/json'
-        ]?.schema
-      expect(Object.keys(detail?.properties ?? {})).toEqual([
-        'id',
-        'conversation_id',
-        'title',
-        'create_time',
-        'update_time',
-        'current_node',
-        'default_model_slug',
-        'is_archived',
-        'moderation_results',
-        'messages',
-        'mapping',
-      ])
-    })
-
-    test('every item of real streams matches exactly one item schema', async () => {
-      const user = newUser()
-      const first = await sendAndRead(t.app, {
-        user_id: user,
-        messages: [textMessage('first', 'i1')],
-      })
-      const cid = conversationIdOf(first.frames)
-      const two = await sendAndRead(t.app, {
-        user_id: user,
-        conversation_id: cid,
-        messages: [textMessage('two', 'i2'), textMessage('inputs', 'i3')],
-      })
-      const variant = await sendAndRead(t.app, {
-        user_id: user,
-        conversation_id: cid,
-        action: 'variant',
-        messages: [textMessage('inputs', 'i3')],
-      })
-      const failing = await conversationApp({
-        backend,
-        model: {
-          slug: 'failing',
-          async *stream() {
-            yield 'half '
-            throw new ModelError('The model broke.')
-          },
-        },
-      })
-      const failed = await sendAndRead(failing.app, {
-        user_id: user,
-        messages: [textMessage('break')],
-      })
-      const seen = new Set<string | undefined>()
-      for (const { frames } of [first, two, variant, failed])
-        for (const frame of frames) {
-          const kinds = matchingKinds(frame)
-          expect({ frame: frame.raw, kinds: kinds.length }).toEqual({ frame: frame.raw, kinds: 1 })
-          seen.add(kinds[0])
-        }
-      // Every kind but none was seen (the stop's completion is the same kind as the others).
-      expect([...seen].sort()).toEqual(StreamEvents.map((schema) => schema.title).sort())
-    })
-
-    test('an item that strays from its kind matches none', () => {
-      const strays = [
-        {
-          event: 'delta',
-          data: { p: '', o: 'patch', v: [{ p: '/message/content/parts/0', o: 'append', v: 1 }] },
-        },
-        { data: { type: 'title_generation', title: '', conversation_id: crypto.randomUUID() } },
-        {
-          data: {
-            type: 'error',
-            conversation_id: crypto.randomUUID(),
-            message_id: 'm',
-            code: 'model_error',
-            detail: 'x',
-          },
-        },
-        { data: '[done]' },
-      ]
-      for (const stray of strays)
-        expect(StreamEvents.filter((schema) => Value.Check(schema, stray))).toEqual([])
-    })
+    const body = send?.requestBody?.content['application/json']?.schema
+    expect(Object.keys(body?.properties ?? {})).toEqual(
+      expect.arrayContaining(['parent_message_id', 'action', 'messages']),
+    )
+    expect(body?.properties?.action?.enum).toEqual(['next', 'variant'])
+    expect(Object.keys(body?.properties?.messages?.items?.properties ?? {})).toEqual(
+      expect.arrayContaining(['role', 'author']),
+    )
+    const detail =
+      doc.paths['/backend-api/conversation/{conversation_id}']?.get?.responses['200']?.content?.[
+        'application/json'
+      ]?.schema
+    expect(Object.keys(detail?.properties ?? {})).toEqual([
+      'id',
+      'conversation_id',
+      'title',
+      'create_time',
+      'update_time',
+      'current_node',
+      'default_model_slug',
+      'is_archived',
+      'moderation_results',
+      'messages',
+      'mapping',
+    ])
   })
+
+  test('every item of real streams matches exactly one item schema', async () => {
+    const user = newUser()
+    const first = await sendAndRead(t.app, {
+      user_id: user,
+      messages: [textMessage('first', 'i1')],
+    })
+    const cid = conversationIdOf(first.frames)
+    const two = await sendAndRead(t.app, {
+      user_id: user,
+      conversation_id: cid,
+      messages: [textMessage('two', 'i2'), textMessage('inputs', 'i3')],
+    })
+    const variant = await sendAndRead(t.app, {
+      user_id: user,
+      conversation_id: cid,
+      action: 'variant',
+      messages: [textMessage('inputs', 'i3')],
+    })
+    const failing = await conversationApp({
+      backend,
+      model: {
+        slug: 'failing',
+        async *stream() {
+          yield 'half '
+          throw new ModelError('The model broke.')
+        },
+      },
+    })
+    const failed = await sendAndRead(failing.app, {
+      user_id: user,
+      messages: [textMessage('break')],
+    })
+    const seen = new Set<string | undefined>()
+    for (const { frames } of [first, two, variant, failed])
+      for (const frame of frames) {
+        const kinds = matchingKinds(frame)
+        expect({ frame: frame.raw, kinds: kinds.length }).toEqual({ frame: frame.raw, kinds: 1 })
+        seen.add(kinds[0])
+      }
+    // Every kind but none was seen (the stop's completion is the same kind as the others).
+    expect([...seen].sort()).toEqual(StreamEvents.map((schema) => schema.title).sort())
+  })
+
+  test('an item that strays from its kind matches none', () => {
+    const strays = [
+      {
+        event: 'delta',
+        data: { p: '', o: 'patch', v: [{ p: '/message/content/parts/0', o: 'append', v: 1 }] },
+      },
+      { data: { type: 'title_generation', title: '', conversation_id: crypto.randomUUID() } },
+      {
+        data: {
+          type: 'error',
+          conversation_id: crypto.randomUUID(),
+          message_id: 'm',
+          code: 'model_error',
+          detail: 'x',
+        },
+      },
+      { data: '[done]' },
+    ]
+    for (const stray of strays)
+      expect(StreamEvents.filter((schema) => Value.Check(schema, stray))).toEqual([])
+  })
+})

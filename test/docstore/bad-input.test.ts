@@ -4,17 +4,13 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { DOCUMENT_LIST_KEY, documentKey } from '../../plugins/docstore/cache-keys.ts'
 import { contentSha256 } from '../../plugins/docstore/content-hash.ts'
 import type { Cache } from '../../src/storage/cache.ts'
-import type { Db } from '../../src/storage/db.ts'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import { type CallOptions, call, countDocuments, docstoreApp, type ErrorReply } from './harness.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     const SENTINEL = '["sentinel list"]'
     const PROBE_CONTENT = 'content of a refused request'

@@ -1,16 +1,12 @@
 // DELETE /cache and who may call it (CONTRACT §6).
-import { beforeAll, describe, expect, test } from 'bun:test'
-import type { Db } from '../../src/storage/db.ts'
+import { describe, expect, test } from 'bun:test'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import { call, docstoreApp, type ErrorReply, testConfig } from './harness.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     async function setup(env: Record<string, string>) {
       const cache = backend.cache()

@@ -1,6 +1,6 @@
 // POST /documents, GET /documents and POST /query over HTTP (spec §4 rules 1-3,
 // CONTRACT §6), on the test database and a fresh cache per test.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import {
   DOCUMENT_KEY_TTL_SECONDS,
   DOCUMENT_LIST_KEY,
@@ -8,7 +8,7 @@ import {
   documentKey,
 } from '../../plugins/docstore/cache-keys.ts'
 import { contentSha256 } from '../../plugins/docstore/content-hash.ts'
-import type { Db } from '../../src/storage/db.ts'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends, resilient } from '../support/backends.ts'
 import { call, countDocuments, docstoreApp, uniqueContent } from './harness.ts'
 
@@ -32,11 +32,7 @@ interface Found {
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     const setup = () => {
       const cache = backend.cache()

@@ -1,12 +1,13 @@
 // GET / and GET /health of the document store: real checks, 503 only when the
 // database is down, no secrets in the message (CONTRACT §6).
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { safeErrorMessage } from '../../src/http/dependency-probe.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 import { call, docstoreApp } from './harness.ts'
 
@@ -35,11 +36,7 @@ function brokenDb(message: string): Db {
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     describe('GET /', () => {
       test('names the service', async () => {

@@ -1,18 +1,14 @@
 // The documents migration: applied exactly once, four preloaded rows with a
 // JSON metadata holding a source, the unique hash and both search indexes.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contentSha256 } from '../../plugins/docstore/content-hash.ts'
-import type { Db } from '../../src/storage/db.ts'
 import { migrate } from '../../src/storage/migrate.ts'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     type PreloadedRow = {
       id: number

@@ -26,8 +26,7 @@ import {
   type Server,
   send,
   sleep,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from '../support/server-process.ts'
 import { completeFrames, frameData } from '../support/sse-frames.ts'
 
@@ -109,8 +108,7 @@ for (const instances of [1, 2])
           REDIS_URL: redis.url,
           LOCAL_MODEL_CHUNK_DELAY_MS: '20',
         }
-        servers = Array.from({ length: instances }, () => startServer(env))
-        await Promise.all(servers.map(waitReady))
+        servers = await Promise.all(Array.from({ length: instances }, () => startReadyServer(env)))
       }, 60_000)
 
       afterAll(async () => {

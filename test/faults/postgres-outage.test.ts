@@ -7,7 +7,6 @@
 // backend (in-process logs, Redis logs). The rate limits are at their
 // defaults, counted in the turn state's store.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { appBackends, openPostgresSchema, TEST_DATABASE_URL } from '../support/backends.ts'
@@ -24,31 +23,10 @@ import {
 } from '../support/conversation-app.ts'
 import { type FaultProxy, startFaultProxy, targetOf, throughProxy } from '../support/fault-proxy.ts'
 import { reading, sleep } from '../support/server-process.ts'
+import { type GatedModel, gatedModel } from '../support/test-models.ts'
 
 /** The database deadline of these tests: short, so outages are seen fast. */
 const DB_TIMEOUT_MS = 1_000
-
-/** A model that streams two chunks, then waits for release() before its last one. */
-function gatedModel() {
-  let release: () => void = () => {}
-  let released = Promise.resolve()
-  const model: ModelProvider & { hold(): void; release(): void } = {
-    slug: 'gated',
-    hold() {
-      released = new Promise<void>((resolve) => {
-        release = resolve
-      })
-    },
-    release: () => release(),
-    async *stream() {
-      yield 'Kept '
-      yield 'through '
-      await released
-      yield 'the outage.'
-    },
-  }
-  return model
-}
 
 async function eventually<T>(check: () => Promise<T | undefined>, withinMs: number): Promise<T> {
   const deadline = Date.now() + withinMs
@@ -68,7 +46,7 @@ if (TEST_DATABASE_URL) {
       /** The same schema, straight to Postgres: to see what is stored while the proxy is faulted. */
       let direct: Db
       let proxied: Db
-      let model: ReturnType<typeof gatedModel>
+      let model: GatedModel
       let limits: Awaited<ReturnType<typeof defaultRateLimits>>
       let t: TestApp
 
@@ -80,7 +58,8 @@ if (TEST_DATABASE_URL) {
           schema: row?.schema,
           timeoutMs: DB_TIMEOUT_MS,
         })
-        model = gatedModel()
+        // Two chunks, then the last one; after hold(), only once released.
+        model = gatedModel({ before: ['Kept ', 'through '], after: ['the outage.'], open: true })
         limits = await defaultRateLimits(backend)
         t = await conversationApp({
           rateLimits: limits.limits,

@@ -2,17 +2,10 @@
 // request with method, route template, status, duration and request id; the
 // caller's x-request-id kept when sane and returned, else a new one; probes at
 // debug; error statuses as answered; never message text or a token.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
+import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
-import {
-  conversationApp,
-  get,
-  newUser,
-  post,
-  sendAndRead,
-  type TestApp,
-  textMessage,
-} from '../support/conversation-app.ts'
+import { get, newUser, post, sendAndRead, textMessage } from '../support/conversation-app.ts'
 import { type CollectedLog, collectingLogger, type LogLine } from '../support/log-lines.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -26,13 +19,8 @@ async function loggedAfter(logged: CollectedLog, response: Response): Promise<Lo
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let t: TestApp
-    let logged: CollectedLog
-
-    beforeAll(async () => {
-      logged = collectingLogger('debug')
-      t = await conversationApp({ backend, log: logged.log })
-    })
+    const logged = collectingLogger('debug')
+    const t = suiteApp({ backend, log: logged.log })
 
     test('a request without an id gets a new UUID, returned and logged with route and status', async () => {
       const user = newUser()

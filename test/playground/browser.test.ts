@@ -8,32 +8,23 @@
 // other host. The first test leaves a screenshot in
 // test/output/playground.png (docs/playground.png is a copy, for the README).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { embeddedBackend } from '../support/backends.ts'
+import {
+  CHROMIUM_MISSING,
+  launchChromium,
+  loopbackPage,
+  type PageFaults,
+} from '../support/chromium.ts'
 import { conversationApp, get, newUser, type TestApp } from '../support/conversation-app.ts'
+import { LONG_MESSAGE } from '../support/test-models.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium)
-  console.log(
-    `playground browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
-  )
+if (CHROMIUM_MISSING) console.log(`playground browser test skipped: ${CHROMIUM_MISSING}`)
 
 const OUTPUT = join(import.meta.dir, '..', 'output')
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-/** 40 words: the local model echoes them all, so a reply is ~50 chunks, ~4 s at this delay. */
-const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ')
+/** LONG_MESSAGE's reply (59 chunks) takes about 5 s at this delay. */
 const CHUNK_DELAY_MS = '80'
 /** A question a person might ask, long enough for a reply of a few seconds. */
 const QUESTION =
@@ -48,12 +39,6 @@ const MODELS = [
 /** A chatgpt.com conversations.json (test/support/transfer.ts describes it). */
 const FIXTURE = join(import.meta.dir, '..', 'fixtures', 'chatgpt-conversations.json')
 
-const isLoopback = (url: string) => {
-  const { protocol, hostname } = new URL(url)
-  if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true
-  return hostname === '127.0.0.1' || hostname === 'localhost'
-}
-
 /** The page's DOM, as seen from functions that run in it (this file has no DOM types). */
 type Dom = {
   document: {
@@ -62,13 +47,13 @@ type Dom = {
   }
 }
 
-describe.skipIf(!hasChromium)('playground in Chromium', () => {
+describe.skipIf(CHROMIUM_MISSING !== undefined)('playground in Chromium', () => {
   let browser: Browser
   let t: TestApp
   let server: ReturnType<TestApp['app']['listen']>
   let base: string
-  const outside: string[] = []
-  const errors: string[] = []
+  /** Of every page of the file, checked by the last test. */
+  const faults: PageFaults = { outside: [], errors: [] }
 
   beforeAll(async () => {
     t = await conversationApp({
@@ -77,7 +62,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
     })
     server = t.app.listen({ port: 0, hostname: '127.0.0.1' })
     base = `http://127.0.0.1:${server.server?.port}`
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+    browser = await launchChromium()
   }, 60_000)
 
   afterAll(async () => {
@@ -88,15 +73,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
 
   /** A fresh page signed in as a new user, ready to type. */
   async function signedIn(): Promise<{ page: Page; user: string }> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 720 } })
-    context.on('request', (request) => {
-      if (!isLoopback(request.url())) outside.push(request.url())
-    })
-    await context.route('**/*', (route) =>
-      isLoopback(route.request().url()) ? route.continue() : route.abort(),
-    )
-    const page = await context.newPage()
-    page.on('pageerror', (error) => errors.push(error.message))
+    const { page } = await loopbackPage(browser, { viewport: { width: 1100, height: 720 } }, faults)
     await page.goto(`${base}/playground`)
     await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)
     const user = newUser()
@@ -158,7 +135,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
 
   test('Stop ends the reply; the server stored exactly what was shown', async () => {
     const { page, user } = await signedIn()
-    await send(page, LONG)
+    await send(page, LONG_MESSAGE)
     await grownPast(page, 20)
     await page.click('#stop')
     await page.locator('#status', { hasText: 'Stopped.' }).waitFor(TIMEOUT)
@@ -174,7 +151,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
 
   test('a reload mid-reply resumes it on screen to the end', async () => {
     const { page, user } = await signedIn()
-    await send(page, LONG)
+    await send(page, LONG_MESSAGE)
     await grownPast(page, 20)
     await page.reload()
     await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)
@@ -315,7 +292,7 @@ describe.skipIf(!hasChromium)('playground in Chromium', () => {
   }, 40_000)
 
   test('no request left loopback and the page threw nothing', () => {
-    expect(outside).toEqual([])
-    expect(errors).toEqual([])
+    expect(faults.outside).toEqual([])
+    expect(faults.errors).toEqual([])
   })
 })

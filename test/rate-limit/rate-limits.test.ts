@@ -7,15 +7,15 @@
 // capacity 429 (MAX_RUNNING_CONVERSATIONS) carries a Retry-After too.
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { SignJWT } from 'jose'
-import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { RateLimitPolicy } from '../../src/rate-limit/rate-limiter.ts'
 import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.ts'
 import { type AppBackend, appBackends, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { conversationApp, get, newUser, post, textMessage } from '../support/conversation-app.ts'
+import { bearerFor } from '../support/identity-token.ts'
 import { reading } from '../support/server-process.ts'
+import { gatedModel } from '../support/test-models.ts'
 
 const clients: Redis[] = []
 afterAll(() => {
@@ -155,12 +155,7 @@ for (const backend of appBackends())
         rateLimits: await limitsFor(backend, 1, 100),
       })
       const user = newUser()
-      const token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject(user)
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(secret))
-      const auth = { authorization: `Bearer ${token}` }
+      const auth = await bearerFor(user, secret)
       const first = await post(
         t.app,
         '/backend-api/f/conversation',
@@ -181,29 +176,14 @@ for (const backend of appBackends())
   })
 
 describe('the capacity 429', () => {
-  /** A model that answers only once released, so turns stay running. */
-  function heldModel() {
-    let release = () => {}
-    const released = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const model: ModelProvider = {
-      slug: 'held',
-      async *stream() {
-        await released
-        yield 'done'
-      },
-    }
-    return { model, release }
-  }
-
   test('past MAX_RUNNING_CONVERSATIONS a send gets 429 with Retry-After', async () => {
     const [backend] = appBackends()
     if (!backend) throw new Error('no backend')
-    const held = heldModel()
+    // Answers only once released, so the turn stays running.
+    const held = gatedModel({ slug: 'held' })
     const t = await conversationApp({
       backend,
-      model: held.model,
+      model: held,
       env: { MAX_RUNNING_CONVERSATIONS: '1' },
     })
     const running = await post(t.app, '/backend-api/f/conversation', sendBody(newUser()))

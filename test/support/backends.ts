@@ -200,11 +200,17 @@ export interface Backend<T> {
   open: () => Promise<T>
 }
 
-/** Every database adapter available here, for the Db contract suite. */
-export function dbBackends(): Backend<Db>[] {
-  const backends: Backend<Db>[] = [{ name: 'pglite', open: openPglite }]
+/** A database adapter: open() gives a fresh database, migrated (with `migrations` when given: only those). */
+export interface DbBackend extends Backend<Db> {
+  open: (migrations?: Migration[]) => Promise<Db>
+}
+
+/** Every database adapter available here, for the Db contract suite and the migration tests. */
+export function dbBackends(): DbBackend[] {
+  const backends: DbBackend[] = [{ name: 'pglite', open: openPglite }]
   const url = TEST_DATABASE_URL
-  if (url) backends.push({ name: 'postgres', open: () => openPostgresSchema(url) })
+  if (url)
+    backends.push({ name: 'postgres', open: (migrations) => openPostgresSchema(url, migrations) })
   return backends
 }
 

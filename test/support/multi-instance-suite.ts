@@ -24,8 +24,7 @@ import {
   reading,
   type Server,
   send,
-  startServer,
-  waitReady,
+  startReadyServer,
 } from './server-process.ts'
 import { completeFrames, frameData } from './sse-frames.ts'
 
@@ -120,9 +119,7 @@ export function describeInstances(
         LOCAL_MODEL_CHUNK_DELAY_MS: '30',
         TURN_LEASE_MS: String(LEASE_MS),
       }
-      a = startServer(env)
-      b = startServer(env)
-      await Promise.all([waitReady(a), waitReady(b)])
+      ;[a, b] = await Promise.all([startReadyServer(env), startReadyServer(env)])
     }, 90_000)
 
     afterAll(async () => {
@@ -303,8 +300,7 @@ export function describeInstances(
       'kill',
       'kill -9 of the owner mid-turn: another instance finishes it as interrupted, then runs the queued send',
       async () => {
-        const c = startServer(env)
-        await waitReady(c)
+        const c = await startReadyServer(env)
         const userId = user()
         const started = await sendAndReadSome(c, userId, 3)
         c.proc.kill('SIGKILL')
@@ -379,13 +375,12 @@ export function describeInstances(
           },
         })
         try {
-          const c = startServer({
+          const c = await startReadyServer({
             ...env,
             MODEL_PROVIDER: 'openai',
             MODEL: 'fake-model',
             OPENAI_BASE_URL: `http://127.0.0.1:${model.port}`,
           })
-          await waitReady(c)
           const userId = user()
           const message = 'name this conversation after the crash'
           const stream = reading(await send(c.base, userId, message))

@@ -137,6 +137,13 @@ export async function waitReady(server: Server): Promise<void> {
   throw new Error(`server did not answer within ${READY_WITHIN_MS} ms: ${server.stderr()}`)
 }
 
+/** startServer, resolved once the server answers (waitReady). */
+export async function startReadyServer(overrides: Record<string, string> = {}): Promise<Server> {
+  const server = startServer(overrides)
+  await waitReady(server)
+  return server
+}
+
 /** Resolves with the exit code, or throws when the process is still running after ms. */
 export async function exitCode(proc: Subprocess, ms = EXIT_WITHIN_MS): Promise<number> {
   let timer: ReturnType<typeof setTimeout> | undefined

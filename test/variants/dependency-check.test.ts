@@ -1,21 +1,18 @@
 // APP_VARIANT=dependency-check: really reaches Postgres and Redis; 503 with an
 // error string when either is unreachable, without leaking credentials.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { variantPlugin } from '../../plugins/variants/index.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { appWith, call, testConfig } from '../docstore/harness.ts'
+import { suiteDb } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
 
 for (const backend of appBackends())
   describe(backend.name, () => {
-    let db: Db
-    // The first open of the shared test database can take several seconds (PGlite).
-    beforeAll(async () => {
-      db = await backend.db()
-    }, 60_000)
+    const db = suiteDb(backend)
 
     const app = (deps: { db: Db; cache: Cache }) =>
       appWith(
