@@ -10,7 +10,6 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import Redis from 'ioredis'
 import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
-import { coalesceWritesPerLoopTurn } from '../src/storage/redis-write-coalescing.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
 
 const logs = wholeNumberFlag('logs', 500, { min: 1, max: 100_000 })
@@ -42,7 +41,6 @@ const redis = new Redis({
   retryStrategy: () => 50,
 })
 redis.on('error', () => {})
-coalesceWritesPerLoopTurn(redis)
 
 async function counters() {
   const [cpu, stats] = await Promise.all([redis.info('cpu'), redis.info('stats')])

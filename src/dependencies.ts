@@ -192,7 +192,6 @@ export async function openRateLimits(
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-      coalesceWrites: true,
     })
     client.on('error', () => {})
     onClose(() => client.disconnect())
