@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { type RedisConnector, redisConnector } from '../storage/redis-connections.ts'
 import {
+  type BreakerLink,
   createStoreBreaker,
   STATE_DEADLINE_MS,
   type StoreBreaker,
@@ -62,6 +63,8 @@ export interface StateOptions {
   commandTimeoutMs?: number
   /** Told when the state's breaker opens and closes, for logs. */
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
+  /** The cache's breaker when it is on the same Redis (store-breaker.ts, BreakerLink). */
+  breakerLink?: BreakerLink
 }
 
 export function createMemoryState(options: StateOptions): State {
@@ -112,6 +115,7 @@ export async function openRedisState(
     timeoutMs,
     probe: () => redis.ping(),
     onStateChange: options.onStateChange,
+    link: options.breakerLink,
   })
   // On a Cluster this is the whole client: a lost node shows in the commands routed to it.
   redis.on('close', () =>

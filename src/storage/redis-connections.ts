@@ -43,6 +43,35 @@ export interface RedisConnector {
 
 export const isCluster = (redis: RedisClient): redis is Cluster => redis instanceof Cluster
 
+/**
+ * Whether a and b are the same Redis servers (a database number or a key
+ * prefix apart at most), so that one frozen or dead is the other too: the
+ * same host and port, a Sentinel-managed primary of the same name watched by
+ * a common Sentinel, or a Cluster with a common node.
+ */
+export function sameRedisDeployment(a?: RedisDeployment, b?: RedisDeployment): boolean {
+  if (!a || !b) return false
+  if (a === b) return true
+  if (a.kind === 'server' && b.kind === 'server') return serverOf(a.url) === serverOf(b.url)
+  if (a.kind === 'sentinel' && b.kind === 'sentinel')
+    return a.name === b.name && shareAHost(a.sentinels, b.sentinels)
+  if (a.kind === 'cluster' && b.kind === 'cluster') return shareAHost(a.nodes, b.nodes)
+  return false
+}
+
+/** host:port of a redis:// or rediss:// URL. */
+function serverOf(url: string): string {
+  const parsed = new URL(url)
+  return `${parsed.hostname.toLowerCase()}:${parsed.port || '6379'}`
+}
+
+const hostOf = ({ host, port }: HostPort) => `${host.toLowerCase()}:${port}`
+
+function shareAHost(a: readonly HostPort[], b: readonly HostPort[]): boolean {
+  const hosts = new Set(a.map(hostOf))
+  return b.some((node) => hosts.has(hostOf(node)))
+}
+
 /** A redis:// URL is a single server; anything else is described. */
 export function redisConnector(target: string | RedisDeployment): RedisConnector {
   const deployment: RedisDeployment =
