@@ -8,7 +8,6 @@
 //   bun run bench/turn-log-cost.ts [--logs=500] [--items=60] [--rounds=3]
 import Redis from 'ioredis'
 import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
-import { coalesceWritesPerLoopTurn } from '../src/storage/redis-write-coalescing.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
 import { startMeterRedis } from './meter-redis.ts'
 
@@ -26,7 +25,6 @@ const redis = new Redis({
   retryStrategy: () => 50,
 })
 redis.on('error', () => {})
-coalesceWritesPerLoopTurn(redis)
 
 async function counters() {
   const [cpu, stats] = await Promise.all([redis.info('cpu'), redis.info('stats')])

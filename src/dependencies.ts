@@ -34,10 +34,14 @@ import { createPgliteDb } from './storage/pglite.ts'
 import { seedFromTemplate } from './storage/pglite-template.ts'
 import { createPostgresDb, POSTGRES_POOL_SIZE } from './storage/postgres.ts'
 import { createRedisCache } from './storage/redis-cache.ts'
-import { type RedisClient, redisConnector } from './storage/redis-connections.ts'
+import {
+  type RedisClient,
+  redisConnector,
+  sameRedisDeployment,
+} from './storage/redis-connections.ts'
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
-import type { StoreBreaker } from './storage/store-breaker.ts'
+import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -84,13 +88,18 @@ export function nearCacheMode(config: Config): 'on' | 'off' | 'off on Redis Clus
  */
 export function openCache(
   config: Config,
-  { log, near = false }: { log?: Logger; near?: boolean } = {},
+  {
+    log,
+    near = false,
+    breakerLink,
+  }: { log?: Logger; near?: boolean; breakerLink?: BreakerLink } = {},
 ): Cache {
   if (!config.cacheRedis) return createMemoryCache()
   const connector = redisConnector(config.cacheRedis)
   const keyPrefix = config.redisCachePrefix
   const shared = createResilientCache(createRedisCache(connector, { keyPrefix }), {
     timeoutMs: config.cacheTimeoutMs,
+    breakerLink,
     onStateChange: (state, cause) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
@@ -117,8 +126,9 @@ function openCounterStore(config: Config): Cache {
 }
 
 /** Turn state: in Redis when there is one for it (see Config.stateRedis), else in process. */
-export function openState(config: Config, log?: Logger): Promise<State> {
+export function openState(config: Config, log?: Logger, breakerLink?: BreakerLink): Promise<State> {
   const options = {
+    breakerLink,
     retentionMs: config.resumeRetentionMs,
     keyPrefix: config.redisStatePrefix,
     warn: log && warnTo(log),
@@ -192,7 +202,6 @@ export async function openRateLimits(
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-      coalesceWrites: true,
     })
     client.on('error', () => {})
     onClose(() => client.disconnect())
@@ -258,13 +267,19 @@ export async function openDependencies(
     let db: Db | undefined
     let cache: Cache | undefined
     const observed = { log, metrics, close }
+    // Cache and state on one Redis (REDIS_URL alone, the default) share its
+    // fate: a deadline missed by either opens both breakers, so a read
+    // waits for one deadline rather than one per store.
+    const breakerLink = sameRedisDeployment(config.cacheRedis, config.stateRedis)
+      ? createBreakerLink()
+      : undefined
     if (NEEDS_DB.has(config.variant)) {
       const opened = await openDb(config, onClose)
       onClose(() => opened.close())
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }
     if (NEEDS_CACHE.has(config.variant)) {
-      const opened = openCache(config, { log, near: config.variant === 'full' })
+      const opened = openCache(config, { log, near: config.variant === 'full', breakerLink })
       onClose(() => opened.close())
       cache = instrumentedCache(opened, metrics)
     }
@@ -280,7 +295,7 @@ export async function openDependencies(
       return { config, db, cache, readiness, ...observed }
     }
     await migrate(db)
-    const state = await openState(config, log)
+    const state = await openState(config, log, breakerLink)
     onClose(() => state.close())
     const rateLimits = await openRateLimits(config, onClose, { breaker: state.breaker })
     const conversations = createConversationService({

@@ -3,11 +3,11 @@
 // RedisClient through the Cache adapters, from the near cache, or from a
 // constant (`bare`). Prints its port once listening.
 import { Elysia } from 'elysia'
-import { createBunRedisCache } from '../../src/storage/bun-redis-cache.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import { createNearCache } from '../../src/storage/near-cache.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { openRedisInvalidations } from '../../src/storage/redis-invalidations.ts'
+import { createBunRedisCache } from './bun-redis-cache.ts'
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const key = process.env.BENCH_KEY ?? 'bench:clients:value'

@@ -1,15 +1,46 @@
-// The turn state's calls that only a request waits for - a log's state (resume,
-// stream status, a delete waiting for a turn), opening a send's log, sending a
-// stop - refused at once with the state's StoreUnavailableError (a 503) while
-// its breaker (store-breaker.ts) is open, instead of each waiting out the
-// state's deadline on a Redis already known to be frozen or gone. Everything
-// else - a running turn's appends and finish, lease renewals, the recovery
-// sweep - still goes to Redis with its deadline: work already accepted must
-// not fail faster than Redis does.
+// The turn state's ports in front of its breaker (store-breaker.ts):
+//
+// - Every call reports an outage: one that fails because Redis cannot be
+//   reached (isStateUnavailable: a missed deadline, a lost connection, a
+//   failover) opens the breaker, whichever call it is - a running turn's
+//   append as much as a request's read. So the breaker sees each state
+//   command's failure where the service awaits it, without reaching into
+//   the Redis client.
+// - The calls that only a request waits for - a log's state (resume, stream
+//   status, a delete waiting for a turn), opening a send's log, sending a
+//   stop - are refused at once with the state's StoreUnavailableError (a
+//   503) while the breaker is open, instead of each waiting out the state's
+//   deadline on a Redis already known to be frozen or gone. Everything else -
+//   a running turn's appends and finish, lease renewals, the recovery sweep -
+//   still goes to Redis with its deadline: work already accepted must not
+//   fail faster than Redis does.
 import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
+import type { ConversationLeases } from './conversation-leases.ts'
+import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
 import type { TurnLogStore } from './turn-log-store.ts'
 
+/** Opens the breaker when error says the state cannot be reached (not when the breaker itself refused). */
+function report(breaker: StoreBreaker, error: unknown): void {
+  if (!(error instanceof StoreUnavailableError) && isStateUnavailable(error)) breaker.trip(error)
+}
+
+/** call, reporting its outages to the breaker. */
+export function reporting<A extends unknown[], R>(
+  breaker: StoreBreaker,
+  call: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await call(...args)
+    } catch (error) {
+      report(breaker, error)
+      throw error
+    }
+  }
+}
+
+/** call, refused at once while the breaker is open. */
 function gated<A extends unknown[], R>(
   breaker: StoreBreaker,
   call: (...args: A) => Promise<R>,
@@ -19,9 +50,39 @@ function gated<A extends unknown[], R>(
 }
 
 export function gateTurnLogs(logs: TurnLogStore, breaker: StoreBreaker): TurnLogStore {
-  return { ...logs, info: gated(breaker, logs.info), open: gated(breaker, logs.open) }
+  const watched = <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    reporting(breaker, call)
+  return {
+    ...logs,
+    open: gated(breaker, watched(logs.open.bind(logs))),
+    info: gated(breaker, watched(logs.info.bind(logs))),
+    append: watched(logs.append.bind(logs)),
+    claim: watched(logs.claim.bind(logs)),
+    finish: watched(logs.finish.bind(logs)),
+    unfinished: watched(logs.unfinished.bind(logs)),
+    readAll: watched(logs.readAll.bind(logs)),
+    remove: watched(logs.remove.bind(logs)),
+    async *read(messageId, offset, signal) {
+      try {
+        yield* logs.read(messageId, offset, signal)
+      } catch (error) {
+        report(breaker, error)
+        throw error
+      }
+    },
+  }
+}
+
+export function gateLeases(leases: ConversationLeases, breaker: StoreBreaker): ConversationLeases {
+  return {
+    ...leases,
+    acquire: reporting(breaker, leases.acquire.bind(leases)),
+    renew: reporting(breaker, leases.renew.bind(leases)),
+    release: reporting(breaker, leases.release.bind(leases)),
+    isHeld: reporting(breaker, leases.isHeld.bind(leases)),
+  }
 }
 
 export function gateStops(stops: StopChannel, breaker: StoreBreaker): StopChannel {
-  return { ...stops, publish: gated(breaker, stops.publish) }
+  return { ...stops, publish: gated(breaker, reporting(breaker, stops.publish.bind(stops))) }
 }

@@ -5,16 +5,13 @@
 // (REDIS_STATE_PREFIX; on REDIS_URL's database unless REDIS_STATE_URL names
 // another, or on a Sentinel-managed primary or a Cluster).
 import { randomBytes } from 'node:crypto'
-import type { Command } from 'ioredis'
+import { type RedisConnector, redisConnector } from '../storage/redis-connections.ts'
 import {
-  type RedisClient,
-  type RedisConnector,
-  redisConnector,
-} from '../storage/redis-connections.ts'
-import {
+  type BreakerLink,
   createStoreBreaker,
   STATE_DEADLINE_MS,
   type StoreBreaker,
+  StoreUnavailableError,
 } from '../storage/store-breaker.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { secretKey } from './keyspace.ts'
@@ -24,8 +21,7 @@ import { createMemoryTurnLogs } from './memory-turn-logs.ts'
 import { createRedisLeases } from './redis-leases.ts'
 import { createRedisStopChannel } from './redis-stop-channel.ts'
 import { createRedisTurnLogs } from './redis-turn-logs.ts'
-import { gateStops, gateTurnLogs } from './state-gate.ts'
-import { isStateUnavailable } from './state-unavailable.ts'
+import { gateLeases, gateStops, gateTurnLogs, reporting } from './state-gate.ts'
 import type { StopChannel } from './stop-channel.ts'
 import type { TurnLogStore } from './turn-log-store.ts'
 
@@ -67,6 +63,8 @@ export interface StateOptions {
   commandTimeoutMs?: number
   /** Told when the state's breaker opens and closes, for logs. */
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
+  /** The cache's breaker when it is on the same Redis (store-breaker.ts, BreakerLink). */
+  breakerLink?: BreakerLink
 }
 
 export function createMemoryState(options: StateOptions): State {
@@ -105,21 +103,24 @@ export async function openRedisState(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
     commandTimeout: timeoutMs,
-    // Commands issued in one loop turn (renewals, log batches) share a socket write.
-    coalesceWrites: true,
   })
   redis.on('error', () => {})
-  // Every state command opens the breaker when it misses its deadline or loses
-  // the connection; only the calls a request waits for consult it
-  // (state-gate.ts, the rate limits): a running turn's log writes and lease
-  // renewals must not fail faster than Redis does.
+  // Every state call opens the breaker when it misses its deadline or loses
+  // the connection (state-gate.ts), and so does a lost connection itself; only
+  // the calls a request waits for consult it (state-gate.ts, the rate
+  // limits): a running turn's log writes and lease renewals must not fail
+  // faster than Redis does.
   const breaker = createStoreBreaker({
     store: 'state',
     timeoutMs,
     probe: () => redis.ping(),
     onStateChange: options.onStateChange,
+    link: options.breakerLink,
   })
-  tripOnOutage(redis, breaker)
+  // On a Cluster this is the whole client: a lost node shows in the commands routed to it.
+  redis.on('close', () =>
+    breaker.trip(new StoreUnavailableError('state', 'the connection was lost')),
+  )
   try {
     await redis.ping()
     const logs = createRedisTurnLogs({
@@ -131,22 +132,22 @@ export async function openRedisState(
     const stops = await createRedisStopChannel({ redis, keyPrefix: prefix, report: options.warn })
     return {
       kind: 'redis',
-      // Calls only a request waits for are refused at once while the breaker is open.
+      // Every call reports outages to the breaker; those only a request waits for are refused while it is open.
       logs: gateTurnLogs(logs, breaker),
-      leases,
+      leases: gateLeases(leases, breaker),
       stops: gateStops(stops, breaker),
       breaker,
-      async sharedSecret(name) {
+      sharedSecret: reporting(breaker, async (name: string) => {
         const key = secretKey(prefix, name)
         await redis.set(key, randomBytes(32).toString('hex'), 'NX')
         const secret = await redis.get(key)
         if (secret === null)
           throw new Error(`the shared secret ${name} vanished from the state store`)
         return secret
-      },
-      async ping() {
+      }),
+      ping: reporting(breaker, async () => {
         await redis.ping()
-      },
+      }),
       async close() {
         await Promise.all([logs.close(), leases.close(), stops.close()])
         breaker.close()
@@ -157,23 +158,5 @@ export async function openRedisState(
     breaker.close()
     redis.disconnect()
     throw error
-  }
-}
-
-/**
- * Opens breaker whenever a command of redis fails because the server cannot
- * be reached: every command passes through the client's own sendCommand, so
- * this sees each one's outcome without a wrapper around each call site.
- */
-function tripOnOutage(redis: RedisClient, breaker: StoreBreaker): void {
-  const client = redis as unknown as {
-    sendCommand: (command: Command, ...rest: unknown[]) => unknown
-  }
-  const send = client.sendCommand.bind(redis)
-  client.sendCommand = (command, ...rest) => {
-    command.promise.catch((error: unknown) => {
-      if (isStateUnavailable(error)) breaker.trip(error)
-    })
-    return send(command, ...rest)
   }
 }

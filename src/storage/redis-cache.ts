@@ -67,7 +67,6 @@ export function createRedisCache(
     // A command cut off by a lost connection fails instead of being replayed
     // on the next one, after the cache was emptied (see resilient-cache.ts).
     autoResendUnfulfilledCommands: false,
-    coalesceWrites: true,
   })
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})

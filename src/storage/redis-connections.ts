@@ -5,12 +5,7 @@
 // RedisConnector for a client with their own deadlines and never look at
 // the deployment, except where a Cluster needs work split by slot
 // (redis-slots.ts) or the near cache is off.
-//
-// Only one server's clients get their writes coalesced per loop turn
-// (redis-write-coalescing.ts patches the socket's write at run time); the
-// Sentinel and Cluster clients keep ioredis' own socket handling.
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
-import { coalesceWritesPerLoopTurn } from './redis-write-coalescing.ts'
 
 /** A client of any deployment: the commands are the same. */
 export type RedisClient = Redis | Cluster
@@ -36,8 +31,6 @@ export interface ClientOptions {
   autoResubscribe?: boolean
   protocol?: 2 | 3
   connectionName?: string
-  /** One server only: the commands of one loop turn leave in one socket write. */
-  coalesceWrites?: boolean
   /** Cluster only: SSUBSCRIBE / SPUBLISH (Redis 7) go to the node of the channel's slot. */
   shardedSubscribers?: boolean
 }
@@ -50,6 +43,35 @@ export interface RedisConnector {
 
 export const isCluster = (redis: RedisClient): redis is Cluster => redis instanceof Cluster
 
+/**
+ * Whether a and b are the same Redis servers (a database number or a key
+ * prefix apart at most), so that one frozen or dead is the other too: the
+ * same host and port, a Sentinel-managed primary of the same name watched by
+ * a common Sentinel, or a Cluster with a common node.
+ */
+export function sameRedisDeployment(a?: RedisDeployment, b?: RedisDeployment): boolean {
+  if (!a || !b) return false
+  if (a === b) return true
+  if (a.kind === 'server' && b.kind === 'server') return serverOf(a.url) === serverOf(b.url)
+  if (a.kind === 'sentinel' && b.kind === 'sentinel')
+    return a.name === b.name && shareAHost(a.sentinels, b.sentinels)
+  if (a.kind === 'cluster' && b.kind === 'cluster') return shareAHost(a.nodes, b.nodes)
+  return false
+}
+
+/** host:port of a redis:// or rediss:// URL. */
+function serverOf(url: string): string {
+  const parsed = new URL(url)
+  return `${parsed.hostname.toLowerCase()}:${parsed.port || '6379'}`
+}
+
+const hostOf = ({ host, port }: HostPort) => `${host.toLowerCase()}:${port}`
+
+function shareAHost(a: readonly HostPort[], b: readonly HostPort[]): boolean {
+  const hosts = new Set(a.map(hostOf))
+  return b.some((node) => hosts.has(hostOf(node)))
+}
+
 /** A redis:// URL is a single server; anything else is described. */
 export function redisConnector(target: string | RedisDeployment): RedisConnector {
   const deployment: RedisDeployment =
@@ -57,7 +79,7 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
   return {
     kind: deployment.kind,
     connect(options = {}) {
-      const { coalesceWrites, shardedSubscribers, ...rest } = options
+      const { shardedSubscribers, ...rest } = options
       if (deployment.kind === 'cluster')
         return new Cluster(deployment.nodes, clusterOptions(rest, shardedSubscribers))
       const redisOptions: RedisOptions = { ...rest, reconnectOnError: reconnectWhenReadOnly }
@@ -70,9 +92,7 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
           failoverDetector: true,
           sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
         })
-      const redis = new Redis(deployment.url, redisOptions)
-      if (coalesceWrites) coalesceWritesPerLoopTurn(redis)
-      return redis
+      return new Redis(deployment.url, redisOptions)
     },
   }
 }
@@ -106,7 +126,7 @@ function clusterOptions(options: ClientOptions, shardedSubscribers?: boolean): C
  * reader, a subscriber), closed by the caller.
  */
 export function duplicateClient(redis: RedisClient, options: ClientOptions = {}): RedisClient {
-  const { coalesceWrites: _, shardedSubscribers, ...rest } = options
+  const { shardedSubscribers, ...rest } = options
   if (!isCluster(redis)) return redis.duplicate(rest)
   const base = redis.options
   const { retryStrategy, enableOfflineQueue, ...perNode } = rest

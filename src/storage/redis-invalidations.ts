@@ -52,7 +52,6 @@ export function openRedisInvalidations(
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-    coalesceWrites: true,
   })
   if (isCluster(client)) {
     client.disconnect()
@@ -62,7 +61,7 @@ export function openRedisInvalidations(
   let listener: InvalidationListener | undefined
   let tracking = false
   let closed = false
-  /** The PING the syncs of this loop turn wait for. */
+  /** The PING the syncs of this loop turn wait for, until it is sent (sharedPing). */
   let turnPing: Promise<void> | undefined
 
   async function startTracking() {
@@ -119,25 +118,36 @@ export function openRedisInvalidations(
 
   async function sync(): Promise<void> {
     if (!tracking) return
-    // Replies and messages share the connection, in order: the answer to a
-    // PING comes after every invalidation of changes made before it. The
-    // PING leaves when the loop turn ends (coalesceWritesPerLoopTurn, whose
-    // uncork was scheduled before this reset), after every sync of the turn
-    // was asked, each for a change already acknowledged: so the syncs of
-    // one loop turn share one.
-    if (turnPing === undefined) {
-      turnPing = withDeadline(() => redis.ping(), timeoutMs, 'cache').then(
-        () => {},
-        (error: unknown) => {
-          stalled()
-          throw error
-        },
-      )
+    turnPing ??= sharedPing()
+    await turnPing
+  }
+
+  /**
+   * One PING for the syncs of a loop turn. Replies and messages share the
+   * connection, in order: the answer to a PING comes after every
+   * invalidation of changes made before it was sent, and Redis has sent
+   * those to every other tracking connection by then too. A sync is asked
+   * once its change was acknowledged, so it may share a PING not sent yet,
+   * never one already sent: turnPing is reset as the PING leaves. Sent from
+   * setImmediate, once the loop has run the I/O callbacks at hand, it serves
+   * the syncs of every acknowledgement that arrived together. The syncs
+   * resume one loop turn after the answer, so that other connections of
+   * this process whose invalidations arrived with it (another near cache, as
+   * in tests) have been read by then.
+   */
+  function sharedPing(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       setImmediate(() => {
         turnPing = undefined
+        withDeadline(() => redis.ping(), timeoutMs, 'cache').then(
+          () => setImmediate(resolve),
+          reject,
+        )
       })
-    }
-    await turnPing
+    }).catch((error: unknown) => {
+      stalled()
+      throw error
+    })
   }
 
   return {

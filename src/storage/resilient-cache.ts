@@ -24,6 +24,7 @@
 // turn state must never be flushed, and are not wrapped.
 import type { Cache } from './cache.ts'
 import {
+  type BreakerLink,
   createStoreBreaker,
   isCommandRefusal,
   PROBE_INTERVAL_MS,
@@ -37,6 +38,8 @@ export interface ResilientCacheOptions {
   probeIntervalMs?: number
   /** Told when the breaker opens (with the failure) and closes again, for logs. */
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
+  /** The state's breaker when it is on the same Redis (store-breaker.ts, BreakerLink). */
+  breakerLink?: BreakerLink
 }
 
 export interface ResilientCache extends Cache {
@@ -54,6 +57,7 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
     recover: () => inner.flush(),
     isRefusal: isCommandRefusal,
     onStateChange: options.onStateChange,
+    link: options.breakerLink,
   })
 
   inner.onConnectionLost?.(() =>

@@ -16,6 +16,12 @@
 //   answers (and `recover` ran: the cache is emptied first), the breaker
 //   closes. A failure while the probe ran makes it try again later.
 //
+// A cache and a state on one Redis deployment (the default: REDIS_URL only,
+// told apart by key prefix) share that server's fate: their breakers are
+// linked (BreakerLink), so a deadline missed by either opens both, and each
+// closes again by its own probe. A read then pays one deadline, not one per
+// store.
+//
 // The deadlines themselves: an optional check (the cache's copies, the
 // requests limit's count) gets CACHE_TIMEOUT_MS, 500 ms by default; state a
 // request cannot do without (turn logs, leases, the sends limit) gets
@@ -83,6 +89,8 @@ export interface StoreBreakerOptions {
   isRefusal?: (error: unknown) => boolean
   /** Told when the breaker opens (with the failure) and closes again, for logs. */
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
+  /** The breakers of other stores on the same Redis: opening one opens them all. */
+  link?: BreakerLink
 }
 
 export interface StoreBreaker {
@@ -115,11 +123,11 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   function trip(cause: unknown): void {
     if (closed) return
     failures++
-    if (!open) {
-      open = true
-      options.onStateChange?.('open', cause)
-    }
     probing ??= setTimeout(probe, probeIntervalMs)
+    if (open) return
+    open = true
+    options.onStateChange?.('open', cause)
+    options.link?.opened(breaker, cause)
   }
 
   /** Ask, recover, then let commands through again; else try again later. */
@@ -138,7 +146,7 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
     }
   }
 
-  return {
+  const breaker: StoreBreaker = {
     store,
     get available() {
       return !open && !closed
@@ -160,6 +168,41 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
       closed = true
       clearTimeout(probing)
       probing = undefined
+      options.link?.leave(breaker)
+    },
+  }
+  options.link?.join(breaker)
+  return breaker
+}
+
+/** Breakers of stores that live on one Redis deployment (createBreakerLink). */
+export interface BreakerLink {
+  join(breaker: StoreBreaker): void
+  leave(breaker: StoreBreaker): void
+  /** `by` just opened: opens every other breaker of the link. */
+  opened(by: StoreBreaker, cause: unknown): void
+}
+
+/**
+ * Links the breakers of stores on one Redis deployment: a frozen or dead
+ * server fails them all, so the first store to miss a deadline opens the
+ * others instead of letting each request wait out theirs too. Each then
+ * closes by its own probe (the cache, only once emptied).
+ */
+export function createBreakerLink(): BreakerLink {
+  const members = new Set<StoreBreaker>()
+  return {
+    join: (breaker) => void members.add(breaker),
+    leave: (breaker) => void members.delete(breaker),
+    opened(by, cause) {
+      for (const breaker of members)
+        if (breaker !== by)
+          breaker.trip(
+            new StoreUnavailableError(
+              breaker.store,
+              `the ${by.store} store on the same Redis is unavailable: ${messageOf(cause)}`,
+            ),
+          )
     },
   }
 }

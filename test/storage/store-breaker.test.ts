@@ -4,13 +4,16 @@
 // the breaker; while open nothing reaches the store and run() fails at once;
 // a refusal is the caller's error and opens nothing; the probe closes the
 // breaker only once the store answers and `recover` has run, and not when a
-// failure overlapped it; close() stops the probe. Over real Redis: the
+// failure overlapped it; close() stops the probe. Linked breakers (stores on
+// one Redis) open together and close each by its own probe. Over real Redis: the
 // resilient cache (resilient-cache.test.ts), the rate limits and the state
 // (test/faults/rate-limit-outage.test.ts, state-outage.test.ts).
 import { describe, expect, test } from 'bun:test'
 import {
+  createBreakerLink,
   createStoreBreaker,
   type StoreBreaker,
+  type StoreBreakerOptions,
   StoreUnavailableError,
   withDeadline,
 } from '../../src/storage/store-breaker.ts'
@@ -35,9 +38,14 @@ function switchable() {
   return { store, answer }
 }
 
-function breakerOver(s: ReturnType<typeof switchable>, changes: string[] = []): StoreBreaker {
+function breakerOver(
+  s: ReturnType<typeof switchable>,
+  changes: string[] = [],
+  extra: Partial<StoreBreakerOptions> = {},
+): StoreBreaker {
   return createStoreBreaker({
-    store: 'state',
+    ...extra,
+    store: extra.store ?? 'state',
     timeoutMs: TIMEOUT_MS,
     probeIntervalMs: PROBE_MS,
     probe: () => s.answer('PONG'),
@@ -185,5 +193,60 @@ describe('store breaker', () => {
     s.store.fault = 'none'
     await expect(breaker.run(() => s.answer(1))).rejects.toBeInstanceOf(StoreUnavailableError)
     expect(breaker.available).toBe(false)
+  })
+
+  test("linked breakers (one Redis) open together on either one's missed deadline, and each closes by its own probe", async () => {
+    const link = createBreakerLink()
+    const cacheStore = switchable()
+    const stateStore = switchable()
+    const cacheChanges: string[] = []
+    const stateChanges: string[] = []
+    const cache = breakerOver(cacheStore, cacheChanges, { store: 'cache', link })
+    const state = breakerOver(stateStore, stateChanges, { link })
+    const unlinked = breakerOver(switchable())
+
+    stateStore.store.fault = 'hang'
+    cacheStore.store.fault = 'hang'
+    await expect(state.run(() => stateStore.answer(1))).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    )
+    // The cache never missed a deadline of its own: it is open all the same,
+    // and a read through it fails at once without reaching the store.
+    expect(cache.available).toBe(false)
+    expect(cacheChanges).toEqual(['open'])
+    const reached = cacheStore.store.calls
+    const started = performance.now()
+    const refused = await cache.run(() => cacheStore.answer(2)).catch((e: unknown) => e)
+    expect(performance.now() - started).toBeLessThan(IMMEDIATE_MS)
+    expect(refused).toMatchObject({ name: 'StoreUnavailableError', store: 'cache' })
+    expect(cacheStore.store.calls - reached).toBeLessThanOrEqual(1)
+    expect(unlinked.available).toBe(true)
+
+    // Each closes by its own probe (and the cache's recover): the cache's
+    // store answers first, so the cache closes while the state stays open.
+    cacheStore.store.fault = 'none'
+    await eventually(() => cache.available, 1_000)
+    expect(cacheStore.store.recovered).toBe(1)
+    expect(state.available).toBe(false)
+    stateStore.store.fault = 'none'
+    await eventually(() => state.available, 1_000)
+    expect(stateChanges).toEqual(['open', 'closed'])
+    expect(cacheChanges).toEqual(['open', 'closed'])
+
+    // The other way round: the cache's trip opens the state.
+    cache.trip(new Error('the connection was lost'))
+    expect(state.available).toBe(false)
+    await eventually(() => state.available && cache.available, 1_000)
+
+    // A closed breaker leaves the link: its partner's failures no longer reach it.
+    expect(cacheChanges).toEqual(['open', 'closed', 'open', 'closed'])
+    cache.close()
+    stateStore.store.fault = 'hang'
+    await expect(state.run(() => stateStore.answer(3))).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    )
+    expect(cacheChanges).toHaveLength(4)
+    state.close()
+    unlinked.close()
   })
 })

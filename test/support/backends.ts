@@ -5,7 +5,6 @@
 // runs never collide.
 import { randomBytes } from 'node:crypto'
 import { createMemoryState, openRedisState, type State } from '../../src/state/state.ts'
-import { createBunRedisCache } from '../../src/storage/bun-redis-cache.ts'
 import type { Cache } from '../../src/storage/cache.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
@@ -70,15 +69,6 @@ function openRedisCache(target: string | RedisConnector): Cache {
 /** The decorator every real cache of the service sits behind (src/dependencies.ts openCache). */
 export const resilient = (cache: Cache) =>
   createResilientCache(cache, { timeoutMs: 500, probeIntervalMs: 200 })
-/** Real Redis through Bun's own client, under a key prefix of its own. */
-function openBunRedisCache(url: string): Cache {
-  const cache = createBunRedisCache(url, { keyPrefix: `${uniqueName('test')}:` })
-  cleanups.push(async () => {
-    await cache.flush()
-    await cache.close()
-  })
-  return cache
-}
 
 /** feed, and a promise of its first connected() to its listener. */
 export function watchConnected(feed: InvalidationFeed) {
@@ -231,7 +221,6 @@ export function cacheBackends(): Backend<Cache>[] {
       { name: 'redis', open: async () => openRedisCache(url) },
       { name: 'resilient(redis)', open: async () => resilient(openRedisCache(url)) },
       { name: 'redis+near', open: () => openNearRedisCache(url) },
-      { name: 'bun-redis', open: async () => openBunRedisCache(url) },
     )
   if (!REDIS_DEPLOYMENTS_MISSING)
     backends.push({

@@ -1,18 +1,20 @@
-// Cache adapter for a real Redis server through Bun's built-in client
-// (Bun.RedisClient), with the semantics of redis-cache.ts; it passes the Cache
-// contract suite. Not wired into the service (measured with Bun 1.4.5, see
-// docs/benchmarks.md, "Smaller tools"): its GETs are faster than ioredis's, but once Redis
-// restarts the client fails every command until the process restarts, and it
-// delivers no CLIENT TRACKING invalidations. Kept for bench/clients/compare.ts.
+// The Redis client comparison's Cache adapter through Bun's built-in client
+// (Bun.RedisClient), with the semantics of src/storage/redis-cache.ts, for
+// bench/clients/compare.ts only. Not an adapter of the service (measured with
+// Bun 1.4.5, see docs/benchmarks.md, "Smaller tools"): its GETs are faster
+// than ioredis's, but once Redis restarts the client fails every command
+// until the process restarts, and it delivers no CLIENT TRACKING
+// invalidations. It passed the Cache contract suite while it lived in
+// src/storage; the suite runs the service's adapters only.
 import { RedisClient } from 'bun'
-import { type Cache, FILL_WINDOW_MS, fillKey } from './cache.ts'
+import { type Cache, FILL_WINDOW_MS, fillKey } from '../../src/storage/cache.ts'
 import {
   DEL_WITH_FILLS,
   FILL,
   LIST_PUSH,
   LIST_PUSH_IF_PRESENT,
   type RedisCacheOptions,
-} from './redis-cache.ts'
+} from '../../src/storage/redis-cache.ts'
 
 /** DEL + RPUSH + EXPIRE as one step. */
 const LIST_REPLACE = `redis.call('DEL', KEYS[1])
