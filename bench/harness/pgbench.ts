@@ -76,7 +76,10 @@ export function pgbenchScript(steps: readonly Step[]): string {
     if (step.kind === 'begin') lines.push('BEGIN;')
     else if (step.kind === 'commit') lines.push('COMMIT;')
     else {
+      // A statement becomes one line, so its `--` comments must go first (they
+      // would swallow the rest of it); the service's SQL keeps none in its literals.
       const text = step.text
+        .replace(/--[^\n]*/g, '')
         .trim()
         .replace(/;$/, '')
         .replace(/\$(\d+)/g, (_, digits: string) => {
