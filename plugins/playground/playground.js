@@ -310,9 +310,11 @@ async function readStream(response) {
   }
   if (abort.signal.aborted) return
   reply?.classList.remove('streaming')
-  say(turn.done ? finishedText(turn) : 'The stream ended early; reload to resume.', !turn.done)
+  say('Refreshing…')
   await refreshList()
   if (state.conversationId) await syncMessages()
+  // Said once the page shows what the server stored: the buttons then act on it.
+  say(turn.done ? finishedText(turn) : 'The stream ended early; reload to resume.', !turn.done)
 }
 
 function finishedText(turn) {
@@ -382,6 +384,8 @@ async function sendBody(body) {
   if (!state.identity.jwt) body.user_id = state.identity.userId
   const model = models.selected()
   if (model) body.model = model
+  // At once, so that the last reply's "Done." is not read as this one's.
+  say('Sending…')
   try {
     const response = await call('POST', `${API}/f/conversation`, body)
     await readStream(response)

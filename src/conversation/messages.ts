@@ -62,6 +62,17 @@ export interface StoredMessage {
  */
 export const TIME_STEP_SECONDS = 0.001
 
+/**
+ * The time of the message `step` steps into a turn that started at `start`
+ * (Unix seconds): whole milliseconds apart and a quarter of one past a whole
+ * millisecond, so that each stays later than the one before once the database
+ * rounds it to the millisecond. (`start + step * TIME_STEP_SECONDS` does not:
+ * a start near half a millisecond can round two steps to the same one.)
+ */
+export function turnStepTime(start: number, step: number): number {
+  return (Math.floor(start * 1000) + step + 0.25) / 1000
+}
+
 /** Unix seconds with a sub-millisecond fraction, as `create_time` wants. */
 export function unixSeconds(): number {
   const seconds = (performance.timeOrigin + performance.now()) / 1000

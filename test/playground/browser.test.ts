@@ -205,6 +205,12 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('playground in Chromium', () => 
 
   test('the model picker lists the models; a send and a regenerate use the model picked', async () => {
     const { page, user } = await signedIn()
+    // A slow re-read after each reply (a busy server): the page must not say a
+    // reply is done, nor offer its buttons, before it shows what was stored.
+    await page.route(/\/backend-api\/conversation\/[^/]+$/, async (route) => {
+      await Bun.sleep(400)
+      await route.continue()
+    })
     const picker = page.locator('#model')
     await expect(picker.isVisible()).resolves.toBe(true)
     expect(await picker.locator('option').allTextContents()).toEqual(['Local echo', 'Second local'])

@@ -16,7 +16,7 @@
 
 import { allInOrder } from '../../storage/db.ts'
 import type { StoredMessage } from '../messages.ts'
-import { TIME_STEP_SECONDS, textOf, titleFrom, unixSeconds } from '../messages.ts'
+import { textOf, titleFrom, turnStepTime, unixSeconds } from '../messages.ts'
 import { lockOwnConversation } from '../sql/conversations-repository.ts'
 import { type FirstSend, storeFirstSend } from '../sql/first-send-repository.ts'
 import { insertMessages } from '../sql/messages-repository.ts'
@@ -86,12 +86,12 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
         id: message.id,
         role: 'user',
         content: { content_type: 'text', parts: message.parts },
-        createTime: now + index * TIME_STEP_SECONDS,
+        createTime: turnStepTime(now, index),
       }))
   const answered = input.messages.at(-1)
   if (!answered) throw new Error('acceptTurn: a send needs at least one message')
   const messageId = deps.newId()
-  const createTime = now + inputs.length * TIME_STEP_SECONDS
+  const createTime = turnStepTime(now, inputs.length)
   const metadata: ReplyMetadata = {
     model_slug: input.model,
     parent_id: answered.id,
