@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { Value } from '@sinclair/typebox/value'
 import { strToU8, Zip, ZipDeflate, zipSync } from 'fflate'
+import { instructionsText } from '../../src/conversation/instructions/instructions.ts'
 import { contextKey, listKey } from '../../src/conversation/reads/cache-keys.ts'
 import { ConversationDetail } from '../../src/conversation/tree/detail-schema.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
@@ -394,6 +395,61 @@ describeEachBackend({}, (t) => {
         (entry) => (JSON.parse(entry) as { id: string }).id,
       )
       expect(context).toEqual(['u-1', 'a-1', 'u-2', 'a-2', 'thx', next.aid])
+    })
+
+    test("a send to it is held to the instructions it was imported with, not the user's current ones", async () => {
+      // A user of their own: the other tests of this export read its conversations unchanged.
+      const reader = newUser()
+      await imported(t.app, reader, CHATGPT_EXPORT)
+      // Under new ids: the export's are the first user's.
+      const copies = await exported(t.app, reader)
+      const lisbon = copies.find((copy) => copy.title === 'Weekend in Lisbon')
+      const eggs = copies.find((copy) => copy !== lisbon)
+      // The user's current instructions: enabled, and longer than the conversation's.
+      const current = {
+        enabled: true,
+        about_user_message: 'I am a retired ship captain who sails the Atlantic every summer.',
+        about_model_message: 'Answer like a sailor would.',
+      }
+      const stored = await post(t.app, '/backend-api/user_system_messages', current, {
+        'x-user-id': reader,
+      })
+      expect(stored.status).toBe(200)
+      const wordsFollowed = async (conversationId: string, parent: string) => {
+        const next = await send({
+          user_id: reader,
+          conversation_id: conversationId,
+          parent_message_id: parent,
+          messages: [textMessage('one more thing', randomUUID())],
+        })
+        const detail = await detailOf(t.app, reader, conversationId)
+        const text = detail.mapping[next.aid]?.message?.content.parts?.join('') ?? ''
+        return /I am following my instructions \((\d+) words?\)/.exec(text)?.[1]
+      }
+      const wordCount = (text: string | undefined) =>
+        String((text ?? '').split(/\s+/).filter((word) => word !== '').length)
+      // Lisbon kept chatgpt.com's instructions node (I like trains. / Answer briefly.).
+      expect(await wordsFollowed(lisbon?.id as string, 'a-2b')).toBe(
+        wordCount(
+          instructionsText({
+            enabled: true,
+            aboutUser: 'I like trains.',
+            aboutModel: 'Answer briefly.',
+            otherFields: {},
+          }),
+        ),
+      )
+      // The eggs conversation has none: the user's current instructions apply.
+      expect(await wordsFollowed(eggs?.id as string, eggs?.current_node as string)).toBe(
+        wordCount(
+          instructionsText({
+            enabled: true,
+            aboutUser: current.about_user_message,
+            aboutModel: current.about_model_message,
+            otherFields: {},
+          }),
+        ),
+      )
     })
 
     test('exporting it gives back what was imported', async () => {

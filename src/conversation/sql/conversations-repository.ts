@@ -19,20 +19,22 @@ const missing = () => notFound('Conversation not found.')
 
 /**
  * Locks the user's conversation for this transaction and answers its current
- * node; a missing conversation and someone else's are the same `not_found`.
+ * node and the instructions it keeps (migration 009); a missing conversation
+ * and someone else's are the same `not_found`.
  */
 export async function lockOwnConversation(
   tx: Queryable,
   id: string,
   userId: string,
-): Promise<{ currentNode: string | null }> {
-  const rows = await tx.query<{ user_id: string; current_node: string | null }>(
-    'SELECT user_id, current_node FROM conversations WHERE id = $1 FOR UPDATE',
-    [id],
-  )
+): Promise<{ currentNode: string | null; instructions: string | null }> {
+  const rows = await tx.query<{
+    user_id: string
+    current_node: string | null
+    instructions: string | null
+  }>('SELECT user_id, current_node, instructions FROM conversations WHERE id = $1 FOR UPDATE', [id])
   const row = rows[0]
   if (row?.user_id !== userId) throw missing()
-  return { currentNode: row.current_node }
+  return { currentNode: row.current_node, instructions: row.instructions }
 }
 
 /**

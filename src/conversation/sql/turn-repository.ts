@@ -17,6 +17,11 @@ export interface QueuedTurn {
   metadata: ReplyMetadata
   /** Fencing token of the runner that claimed it; null while it has never run. */
   runToken: number | null
+  /**
+   * The instructions its conversation keeps (an import's: migration 009), in
+   * place of the user's current ones; null for the user's current ones.
+   */
+  conversationInstructions: string | null
 }
 
 /** Stored with the reply: what it was produced with and how it ended. */
@@ -91,10 +96,11 @@ type TurnRow = {
   created_at: Date
   metadata: ReplyMetadata
   run_token: string | null
+  instructions: string | null
 }
 
 const TURN_COLUMNS = `m.id, m.conversation_id, c.user_id, m.seq::int AS seq, m.created_at, m.metadata,
-  m.run_token::text AS run_token`
+  m.run_token::text AS run_token, c.instructions`
 
 const toTurn = (row: TurnRow): QueuedTurn => ({
   messageId: row.id,
@@ -104,6 +110,7 @@ const toTurn = (row: TurnRow): QueuedTurn => ({
   createTime: row.created_at.getTime() / 1000,
   metadata: row.metadata,
   runToken: row.run_token === null ? null : Number(row.run_token),
+  conversationInstructions: row.instructions,
 })
 
 /** The conversation's oldest unfinished turn: the one to run next (or running). */

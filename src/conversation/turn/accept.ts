@@ -125,7 +125,11 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   let claimed: QueuedTurn | undefined
   try {
     const stored = input.isNew
-      ? { ...(await storeNew(deps, input, inputs, reply)), claimed: runToken !== undefined }
+      ? {
+          ...(await storeNew(deps, input, inputs, reply)),
+          claimed: runToken !== undefined,
+          instructions: null,
+        }
       : await storeInExisting(deps, input, inputs, reply)
     if (runToken !== undefined && stored.claimed)
       claimed = {
@@ -136,6 +140,7 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
         createTime,
         metadata,
         runToken,
+        conversationInstructions: stored.instructions,
       }
   } catch (error) {
     await dropLog(deps, messageId)
@@ -184,7 +189,7 @@ async function storeInExisting(
     const parentId = await placeSend(
       tx,
       conversationId,
-      { isNew: false, ...current },
+      { isNew: false, currentNode: current.currentNode },
       placement(input),
     )
     chain(inputs, parentId)
@@ -201,7 +206,7 @@ async function storeInExisting(
       first && insertSendKey(tx, { userId, messageId: first.id, conversationId, replyId: reply.id })
     await allInOrder([messages, placed, key])
     const { seq, claimed } = await placed
-    return { replySeq: seq, claimed }
+    return { replySeq: seq, claimed, instructions: current.instructions }
   })
 }
 

@@ -1,6 +1,6 @@
 // What a turn sends its model (CONTRACT §15-§16): a system message - the
 // model's own system_prompt, then the user's custom instructions when they
-// are enabled - followed by the branch's context cut from the oldest to fit
+// are enabled (or those an imported conversation keeps) - followed by the branch's context cut from the oldest to fit
 // the model's context_tokens minus max_tokens, with the send's temperature
 // and reasoning effort.
 import { instructionsText, systemText } from '../instructions/instructions.ts'

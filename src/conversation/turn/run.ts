@@ -122,7 +122,8 @@ async function streamReply(
     const model = modelOf(deps.models, turn.metadata.model_slug)
     const [context, instructions] = await Promise.all([
       contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs),
-      userInstructions(deps, turn.userId),
+      // A conversation that keeps its own instructions (an import's) is held to them.
+      turn.conversationInstructions ?? userInstructions(deps, turn.userId),
     ])
     // The list now holds this turn's context: the stored reply may be pushed to it.
     contextInStep = true

@@ -11,6 +11,7 @@
 // chatgpt.com export (and this service's own) is creation order. A time the
 // export left null is a millisecond after its parent's (or the conversation's).
 import { ROOT_ID, TIME_STEP_SECONDS, textOf, titleFrom } from '../../messages.ts'
+import { importedInstructions } from './imported-instructions.ts'
 import { type ImportedMessage, readMessage } from './imported-message.ts'
 import {
   badField,
@@ -54,6 +55,8 @@ export interface ImportedConversation {
   currentNode: string | null
   /** The model the export says the conversation used (`default_model_slug`), if any. */
   defaultModelSlug: string | null
+  /** The custom instructions it was held under (imported-instructions.ts), as the model reads them. */
+  instructions: string | null
   /** Parents first. */
   messages: StoredImport[]
   /** Parts of messages left out, and nodes left out of the tree. */
@@ -176,6 +179,9 @@ export function readConversation(value: unknown, index: number, now: number): Co
     timeOf.set(key, created)
   }
   if (messages.length === 0) return skip('it has no message this service can keep')
+  const instructions = importedInstructions(messages)
+  if (instructions.found && instructions.note)
+    notes.push({ message_id: instructions.messageId, reason: instructions.note })
 
   let earliest = Number.POSITIVE_INFINITY
   let latest = 0
@@ -195,6 +201,7 @@ export function readConversation(value: unknown, index: number, now: number): Co
       currentNode:
         currentNode !== null && nodes.has(currentNode) ? (keptAs.get(currentNode) ?? null) : null,
       defaultModelSlug,
+      instructions: instructions.found ? instructions.text : null,
       messages,
       notes,
     },

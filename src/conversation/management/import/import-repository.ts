@@ -56,8 +56,8 @@ export async function storeImport(
     await tx.query('INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [userId])
     const created = await tx.query(
       `INSERT INTO conversations (id, user_id, title, created_at, updated_at, is_archived,
-                                  current_node, import_source, default_model_slug)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                  current_node, import_source, default_model_slug, instructions)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        ON CONFLICT DO NOTHING RETURNING id`,
       [
         conversationId,
@@ -69,6 +69,7 @@ export async function storeImport(
         conversation.currentNode,
         conversation.sourceId,
         conversation.defaultModelSlug,
+        conversation.instructions,
       ],
     )
     if (created.length === 0) return false
