@@ -150,6 +150,8 @@ function openProvider(config: Config, model: ModelConfig): ModelProvider {
         model: model.model,
         baseUrl: model.baseUrl,
         apiKey: model.apiKey,
+        reasoning: model.reasoning,
+        ...(model.upstreamMaxTokens === undefined ? {} : { maxTokens: model.upstreamMaxTokens }),
         timeoutMs: config.modelTimeoutMs,
       })
     : createLocalModel({ slug: model.slug, chunkDelayMs: config.localModelChunkDelayMs })

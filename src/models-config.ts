@@ -4,11 +4,14 @@
 // (`MODELS[2].provider must be one of local, openai`). Unset, the single-model
 // variables (MODEL_PROVIDER, MODEL, OPENAI_*) define the one model, as before.
 // API keys are never written in an entry: `api_key_env` names the variable
-// that holds one, which is read here and never echoed.
+// that holds one, which is read here and never echoed. Whether an `openai`
+// model takes `reasoning_effort` is the entry's `reasoning`, else guessed from
+// its name (reasoning-models.ts).
 import { readFileSync } from 'node:fs'
 import { type TSchema, Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { MODEL_PROVIDERS, type ModelProviderName } from './config-schema.ts'
+import { isReasoningModel } from './conversation/model/reasoning-models.ts'
 
 /** A configured model, as the catalogue (src/conversation/model/catalogue.ts) is built from it. */
 export interface ModelConfig {
@@ -24,6 +27,10 @@ export interface ModelConfig {
   apiKey: string | undefined
   /** Tokens kept free for the reply, and what GET /backend-api/models reports. */
   maxTokens: number
+  /** For `openai`: the reply's limit sent upstream, only when the entry set `max_tokens`. */
+  upstreamMaxTokens: number | undefined
+  /** For `openai`: whether the model takes `reasoning_effort` (reasoning-models.ts). */
+  reasoning: boolean
   /** The model's window; the context is cut to fit it minus maxTokens. Unset: no cut by tokens. */
   contextTokens: number | undefined
   /** The model's own system message, before the user's custom instructions. */
@@ -87,6 +94,7 @@ const Entry = Type.Object(
         `a text of at most ${MAX_SYSTEM_PROMPT_CHARS} characters`,
       ),
     ),
+    reasoning: Type.Optional(field(Type.Boolean(), 'true or false')),
     default: Type.Optional(field(Type.Boolean(), 'true or false')),
   },
   { additionalProperties: false },
@@ -173,7 +181,7 @@ function checkEntries(source: string, entries: Entry[], env: Env): void {
       )
     if (entry.default) firstDefault = index
     if (entry.provider === 'local')
-      for (const name of ['base_url', 'api_key_env'] as const)
+      for (const name of ['base_url', 'api_key_env', 'reasoning'] as const)
         if (entry[name] !== undefined)
           throw new ModelsConfigError(`${where}.${name} is only for provider openai`)
     if (
@@ -214,6 +222,8 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
         baseUrl: single.openaiBaseUrl,
         apiKey: single.provider === 'openai' ? single.openaiApiKey : undefined,
         maxTokens: DEFAULT_MAX_TOKENS,
+        upstreamMaxTokens: undefined,
+        reasoning: single.provider === 'openai' && isReasoningModel(single.model),
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: true,
@@ -244,6 +254,10 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
     baseUrl: entry.base_url?.replace(/\/+$/, '') ?? single.openaiBaseUrl,
     apiKey: entry.api_key_env === undefined ? undefined : env[entry.api_key_env],
     maxTokens: replyTokens(entry),
+    upstreamMaxTokens: entry.max_tokens,
+    reasoning:
+      entry.provider === 'openai' &&
+      (entry.reasoning ?? isReasoningModel(entry.model ?? entry.slug)),
     contextTokens: entry.context_tokens,
     systemPrompt: entry.system_prompt === '' ? undefined : entry.system_prompt,
     isDefault: index === defaultIndex,

@@ -4,7 +4,7 @@
 // local model: a send picks its model by slug, "auto" / empty / absent take
 // the conversation's model and else the default, an unknown slug is a 422
 // that stores nothing, every reply says which model wrote it, a regenerate
-// may name another model, the reasoning effort reaches the server that takes
+// may name another model, the reasoning effort reaches the reasoning model that takes
 // it, custom instructions reach the request body after the model's system
 // prompt, and the context is cut to fit the model's window.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
@@ -58,6 +58,14 @@ function catalogue() {
     },
     { slug: 'tiny', provider: 'openai', model: 'llama-tiny', base_url: slow.baseUrl, ...TINY },
     { slug: 'sluggish', provider: 'openai', model: 'llama-2500ms', base_url: slow.baseUrl },
+    // A reasoning model by its name, with a reply limit.
+    {
+      slug: 'thinker',
+      provider: 'openai',
+      model: 'o4-mini',
+      base_url: slow.baseUrl,
+      max_tokens: 2000,
+    },
     {
       slug: 'broken',
       provider: 'openai',
@@ -170,11 +178,12 @@ describeEachBackend(
         ['fast', 'Fast', 8191],
         ['tiny', 'tiny', TINY.max_tokens],
         ['sluggish', 'sluggish', 8191],
+        ['thinker', 'thinker', 2000],
         ['broken', 'broken', 8191],
       ])
       // gpt4free takes the last category's default_model as its own.
       expect(body.categories.at(-1)?.default_model).toBe('local-a')
-      expect(body.categories.at(-1)?.supported_models).toHaveLength(5)
+      expect(body.categories.at(-1)?.supported_models).toHaveLength(6)
       expect(body.default_model_slug).toBe('local-a')
       // No key of the catalogue is ever shown.
       expect(JSON.stringify(body)).not.toContain(FAST_KEY)
@@ -283,7 +292,7 @@ describeEachBackend(
       expect(detail.default_model_slug).toBe('fast')
     })
 
-    test('thinking_effort reaches the server that takes reasoning_effort; the local model ignores it', async () => {
+    test('thinking_effort reaches a reasoning model as reasoning_effort; other models never get it', async () => {
       const user = newUser()
       const cases: [Record<string, unknown>, string | undefined][] = [
         [{ thinking_effort: 'extended' }, 'high'],
@@ -295,9 +304,25 @@ describeEachBackend(
       ]
       for (const [fields, expected] of cases) {
         const mark = marker()
-        const sent = await send(user, `${mark} think`, { model: 'fast', ...fields })
+        const sent = await send(user, `${mark} think`, { model: 'thinker', ...fields })
         expect(sent.response.status).toBe(200)
-        expect((await requestWith(slow, mark)).body.reasoning_effort).toBe(expected)
+        const { body } = await requestWith(slow, mark)
+        expect(body.reasoning_effort).toBe(expected)
+        // A reasoning model's reply limit is max_completion_tokens (it refuses max_tokens).
+        expect([body.max_completion_tokens, body.max_tokens]).toEqual([2000, undefined])
+      }
+      // gpt-4o-mini takes no reasoning effort (OpenAI would refuse the request): it is not sent,
+      // nor a reply limit the entry did not set; tiny's limit goes as max_tokens.
+      for (const slug of ['fast', 'tiny']) {
+        const mark = marker()
+        const sent = await send(user, `${mark} think`, { model: slug, thinking_effort: 'max' })
+        expect(sent.response.status).toBe(200)
+        const { body } = await requestWith(slow, mark)
+        expect([body.reasoning_effort, body.max_completion_tokens, body.max_tokens]).toEqual([
+          undefined,
+          undefined,
+          slug === 'tiny' ? TINY.max_tokens : undefined,
+        ])
       }
       const local = await send(user, 'think locally', { thinking_effort: 'extended' })
       expect(local.response.status).toBe(200)

@@ -42,6 +42,8 @@ describe('MODELS', () => {
         baseUrl: 'https://api.openai.com/v1',
         apiKey: undefined,
         maxTokens: 8191,
+        upstreamMaxTokens: undefined,
+        reasoning: false,
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: true,
@@ -92,6 +94,8 @@ describe('MODELS', () => {
         baseUrl: 'https://gateway.example.com/v1',
         apiKey: undefined,
         maxTokens: 8191,
+        upstreamMaxTokens: undefined,
+        reasoning: false,
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: false,
@@ -104,6 +108,8 @@ describe('MODELS', () => {
         baseUrl: 'https://gateway.example.com/v1',
         apiKey: KEY,
         maxTokens: 8191,
+        upstreamMaxTokens: undefined,
+        reasoning: false,
         contextTokens: 128000,
         systemPrompt: 'Be kind.',
         isDefault: true,
@@ -116,6 +122,8 @@ describe('MODELS', () => {
         baseUrl: 'http://127.0.0.1:8000/v1',
         apiKey: undefined,
         maxTokens: 1024,
+        upstreamMaxTokens: 1024,
+        reasoning: false,
         contextTokens: 8192,
         systemPrompt: undefined,
         isDefault: false,
@@ -142,6 +150,33 @@ describe('MODELS', () => {
       [true, 1024],
       [false, 8191],
     ])
+  })
+
+  test("whether a model takes reasoning_effort: the entry's reasoning, else its name", () => {
+    const config = loadConfig(
+      models([
+        { slug: 'o3-mini', provider: 'openai' },
+        { slug: 'five', provider: 'openai', model: 'gpt-5.1' },
+        { slug: 'routed', provider: 'openai', model: 'openai/o4-mini-high' },
+        { slug: 'gpt-4o', provider: 'openai' },
+        { slug: 'ollama', provider: 'openai', model: 'o3llama' },
+        { slug: 'qwen', provider: 'openai', model: 'qwen3:32b', reasoning: true },
+        { slug: 'not', provider: 'openai', model: 'o1', reasoning: false },
+        { slug: 'echo', provider: 'local' },
+      ]),
+    )
+    expect(config.models.map((model) => [model.slug, model.reasoning])).toEqual([
+      ['o3-mini', true],
+      ['five', true],
+      ['routed', true],
+      ['gpt-4o', false],
+      ['ollama', false],
+      ['qwen', true],
+      ['not', false],
+      ['echo', false],
+    ])
+    expect(loadConfig({ MODEL_PROVIDER: 'openai', MODEL: 'o3' }).models[0]?.reasoning).toBe(true)
+    expect(loadConfig({ MODEL: 'o3' }).models[0]?.reasoning).toBe(false)
   })
 
   test('MODELS_FILE names a JSON file holding the catalogue', () => {
@@ -202,6 +237,11 @@ describe('MODELS', () => {
         'MODELS[0].api_key_env names the variable UNSET_KEY_VAR, which is not set',
       ],
       [[{ ...ok, default: 'yes' }], 'MODELS[0].default must be true or false'],
+      [[{ ...ok, reasoning: true }], 'MODELS[0].reasoning is only for provider openai'],
+      [
+        [{ slug: 'o', provider: 'openai', reasoning: 'high' }],
+        'MODELS[0].reasoning must be true or false',
+      ],
       [
         [{ ...ok, system_prompt: 's'.repeat(20_001) }],
         'MODELS[0].system_prompt must be a text of at most 20000',

@@ -11,6 +11,8 @@ export interface RecordedRequest {
     stream?: boolean
     temperature?: number
     reasoning_effort?: string
+    max_tokens?: number
+    max_completion_tokens?: number
   }
   authorization: string | null
 }

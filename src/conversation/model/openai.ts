@@ -16,10 +16,28 @@ export interface OpenAiModelOptions {
   /** Without a trailing slash, e.g. `https://api.openai.com/v1`. */
   baseUrl: string
   apiKey?: string
+  /**
+   * Whether the model takes `reasoning_effort` (reasoning-models.ts): only
+   * then is a send's effort passed on, and its reply limit sent as
+   * `max_completion_tokens` (reasoning models refuse `max_tokens`).
+   */
+  reasoning?: boolean
+  /** The reply's limit in tokens, sent as `max_tokens` (or `max_completion_tokens`); unset: the server's. */
+  maxTokens?: number
   /** Longest silence (no headers, no event) before the reply fails. */
   timeoutMs: number
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch
+}
+
+/** The reply's limit and reasoning effort, in the fields the model takes. */
+function limitsOf(options: OpenAiModelOptions, request: ModelRequest): Record<string, unknown> {
+  const limits: Record<string, unknown> = {}
+  if (options.maxTokens !== undefined)
+    limits[options.reasoning ? 'max_completion_tokens' : 'max_tokens'] = options.maxTokens
+  if (options.reasoning && request.reasoningEffort !== undefined)
+    limits.reasoning_effort = request.reasoningEffort
+  return limits
 }
 
 async function* streamReply(
@@ -64,9 +82,7 @@ async function* streamReply(
             messages: request.messages.map(({ role, content }) => ({ role, content })),
             stream: true,
             ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-            ...(request.reasoningEffort === undefined
-              ? {}
-              : { reasoning_effort: request.reasoningEffort }),
+            ...limitsOf(options, request),
           }),
           signal: controller.signal,
         }),

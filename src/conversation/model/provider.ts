@@ -16,7 +16,7 @@ export interface ModelRequest {
    */
   messages: ContextMessage[]
   temperature?: number
-  /** OpenAI's `reasoning_effort` (`low`, `medium`, `high`, …); providers that take none ignore it. */
+  /** OpenAI's `reasoning_effort` (`low`, `medium`, `high`, …); models that take none ignore it. */
   reasoningEffort?: string
   /** Aborted when the turn is cancelled (shutdown); the stream must stop. */
   signal?: AbortSignal
