@@ -71,6 +71,7 @@ export function createApp(deps: AppDeps) {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')
     const auth = createAuthenticator(config.authJwtSecret)
+    const conversations = required(deps.conversations, 'conversations')
     return app
       .use(
         rateLimitPlugin({
@@ -78,13 +79,14 @@ export function createApp(deps: AppDeps) {
           auth,
           jwt: config.authJwtSecret !== undefined,
           metrics,
+          isRetriedSend: conversations.isRetriedSend,
         }),
       )
       .use(docstorePlugin({ db, cache, config, log }))
       .use(playgroundPlugin())
       .use(
         conversationRoutes({
-          conversations: required(deps.conversations, 'conversations'),
+          conversations,
           auth,
           keepaliveMs: config.sseKeepaliveMs,
           importMaxBytes: config.importMaxBytes,

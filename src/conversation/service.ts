@@ -27,7 +27,7 @@ import type { TurnDeps } from './turn/deps.ts'
 import { chooseModel } from './turn/model-choice.ts'
 import { type ConversationObserver, silentObserver } from './turn/observer.ts'
 import type { SendAction } from './turn/placement.ts'
-import { originalOfRetry } from './turn/retried-send.ts'
+import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner } from './turn/runner.ts'
 
 export interface ConversationServiceOptions {
@@ -233,6 +233,12 @@ export function createConversationService(options: ConversationServiceOptions) {
       )
       return streamOf(turn.messageId, 0)
     },
+
+    /**
+     * Whether a raw send body repeats a send of this user whose stream is kept
+     * (CONTRACT §14): the sends limit lets such a retry through, as it starts nothing.
+     */
+    isRetriedSend: (userId: string, body: unknown) => isRetriedSend(deps, userId, body),
 
     /** The stream of a turn from an offset, live or finished, from any instance (CONTRACT §4.4). */
     async resume(request: ResumeRequest): Promise<TurnStream> {

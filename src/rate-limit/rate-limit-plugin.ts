@@ -4,6 +4,8 @@
 // user (docs, the playground's files, the document store, probes) are not
 // counted: the limits are per user, and without a user there is nobody to
 // count against but an address, which behind a load balancer is the balancer.
+// A client's retry of a send it already made (CONTRACT §14) is not refused by
+// the sends limit: it starts nothing, and its answer is the original's stream.
 //
 // Not elysia-rate-limit: its key generator sees the request but not the
 // verified user, its 429 body is its own, and sharing counts across instances
@@ -28,6 +30,12 @@ export interface RateLimitDeps {
   /** True when AUTH_JWT_SECRET is set: only a verified token names a user. */
   jwt: boolean
   metrics: Pick<Metrics, 'rateLimited'>
+  /**
+   * Whether a send the sends limit would refuse repeats one the user already
+   * made (the domain's retried-send.ts): asked only then, so a send under the
+   * limit costs nothing more.
+   */
+  isRetriedSend?: (user: string, body: unknown) => Promise<boolean>
 }
 
 const SEND_ROUTE = '/backend-api/f/conversation'
@@ -54,10 +62,16 @@ async function userOf(deps: RateLimitDeps, request: Request, body: unknown, quer
 
 export function rateLimitPlugin(deps: RateLimitDeps) {
   const { limits, metrics } = deps
-  const check = async (limiter: RateLimiter | undefined, name: string, user: string) => {
+  const check = async (
+    limiter: RateLimiter | undefined,
+    name: string,
+    user: string,
+    passes?: () => Promise<boolean>,
+  ) => {
     if (!limiter) return
     const decision = await limiter.consume(user)
     if (decision.allowed) return
+    if (passes && (await passes())) return
     metrics.rateLimited.inc({ limit: name })
     throw rateLimited(
       name === 'sends'
@@ -73,6 +87,9 @@ export function rateLimitPlugin(deps: RateLimitDeps) {
     const user = await userOf(deps, request, body, query)
     if (user === undefined) return
     await check(limits.requests, 'requests', user)
-    if (request.method === 'POST' && route === SEND_ROUTE) await check(limits.sends, 'sends', user)
+    if (request.method === 'POST' && route === SEND_ROUTE)
+      await check(limits.sends, 'sends', user, () =>
+        deps.isRetriedSend ? deps.isRetriedSend(user, body) : Promise.resolve(false),
+      )
   })
 }

@@ -6,6 +6,7 @@
 // limited, and with JWT auth the verified user is the one counted. The
 // capacity 429 (MAX_RUNNING_CONVERSATIONS) carries a Retry-After too.
 import { afterAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
 import Redis from 'ioredis'
 import { createMemoryRateLimiter } from '../../src/rate-limit/memory-rate-limiter.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
@@ -96,6 +97,36 @@ for (const backend of appBackends())
       const other = await post(t.app, '/backend-api/f/conversation', sendBody(newUser()))
       expect(other.status).toBe(200)
       await other.text()
+    })
+
+    test("a client's retry of a send is not refused at the limit: it gets the original's stream", async () => {
+      const t = await conversationApp({ backend, rateLimits: await limitsFor(backend, 1, 100) })
+      const user = newUser()
+      const body = { user_id: user, messages: [textMessage('only once', randomUUID())] }
+      const first = await post(t.app, '/backend-api/f/conversation', body)
+      expect(first.status).toBe(200)
+      const original = await first.text()
+      await t.conversations.whenIdle()
+      // At the limit now: the same send again replays the stored turn, to the same bytes.
+      const retry = await post(t.app, '/backend-api/f/conversation', body)
+      expect(retry.status).toBe(200)
+      expect(await retry.text()).toBe(original)
+      // A new send and one with other content under the same id are refused.
+      await expectRateLimited(await post(t.app, '/backend-api/f/conversation', sendBody(user)))
+      const changed = { ...body, messages: [textMessage('changed', body.messages[0]?.id)] }
+      await expectRateLimited(await post(t.app, '/backend-api/f/conversation', changed))
+      // Another user's same message id is their own send, refused at their limit like any.
+      const other = { ...body, user_id: newUser() }
+      expect((await post(t.app, '/backend-api/f/conversation', other)).status).toBe(200)
+      await t.conversations.whenIdle()
+      await expectRateLimited(
+        await post(t.app, '/backend-api/f/conversation', {
+          ...other,
+          messages: [textMessage('next')],
+        }),
+      )
+      const list = await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
+      expect(((await list.json()) as { total: number }).total).toBe(1)
     })
 
     test('100 parallel sends of one user: only the limit gets through', async () => {

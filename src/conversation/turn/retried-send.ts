@@ -39,32 +39,93 @@ function repeats(sent: SentTurn, send: RefusedSend): boolean {
   )
 }
 
+type RetryDeps = { db: Queryable; logs: TurnLogStore }
+
 /**
- * The reply whose stream answers a send refused with `refusal`, when the send
- * is a retry of one stored earlier; otherwise throws: `refusal` itself when
- * no send of the user began with its first message id, a conflict saying why
- * when one did but this send is not its retry or its stream is gone.
+ * What a stored send says of `send`: the reply whose stream answers it when
+ * it is a retry, a conflict saying why when the user sent its first message
+ * id before but this is not a retry (or the stream is gone), undefined when
+ * the user never sent that id.
  */
-export async function originalOfRetry(
-  deps: { db: Queryable; logs: TurnLogStore },
+async function storedOriginal(
+  deps: RetryDeps,
   send: RefusedSend,
-  refusal: unknown,
-): Promise<string> {
+): Promise<string | DomainError | undefined> {
   const id = send.messages[0]?.id
-  const isConflict = refusal instanceof DomainError && refusal.kind === 'conflict'
   // A variant stores no message: answering one again is never a retry.
-  if (!isConflict || send.action !== 'next' || id === undefined) throw refusal
+  if (send.action !== 'next' || id === undefined) return undefined
   const sent = await findSentTurn(deps.db, send.userId, id)
-  if (!sent) throw refusal
+  if (!sent) return undefined
   if (send.conversationId !== undefined && send.conversationId !== sent.conversationId)
-    throw conflict(`A message with id "${id}" was already sent, in another conversation.`)
+    return conflict(`A message with id "${id}" was already sent, in another conversation.`)
   if (!repeats(sent, send))
-    throw conflict(`A message with id "${id}" was already sent, with other messages.`)
+    return conflict(`A message with id "${id}" was already sent, with other messages.`)
   const log = await deps.logs.info(sent.replyId)
   if (!log || log.userId !== send.userId || log.conversationId !== sent.conversationId)
-    throw conflict(
+    return conflict(
       `A message with id "${id}" was already sent and its reply is stored in conversation ` +
         `${sent.conversationId}; its stream is no longer kept.`,
     )
   return sent.replyId
+}
+
+/**
+ * The reply whose stream answers a send refused with `refusal`, when the send
+ * is a retry of one stored earlier; otherwise throws: `refusal` itself when
+ * it was no conflict or no send of the user began with its first message id,
+ * a conflict saying why when one did but this send is not its retry or its
+ * stream is gone.
+ */
+export async function originalOfRetry(
+  deps: RetryDeps,
+  send: RefusedSend,
+  refusal: unknown,
+): Promise<string> {
+  if (!(refusal instanceof DomainError && refusal.kind === 'conflict')) throw refusal
+  const original = await storedOriginal(deps, send)
+  if (original === undefined) throw refusal
+  if (original instanceof DomainError) throw original
+  return original
+}
+
+/**
+ * Whether a send body (as the client sent it, not yet validated) repeats a
+ * send of this user whose stream is still kept: what lets a retry past the
+ * sends limit (rate-limit-plugin.ts). Anything malformed is not a retry.
+ */
+export async function isRetriedSend(
+  deps: RetryDeps,
+  userId: string,
+  body: unknown,
+): Promise<boolean> {
+  const send = refusedSendOf(userId, body)
+  if (send === undefined) return false
+  // Unable to tell (the database is away): not a retry, refused as any send past the limit.
+  const original = await storedOriginal(deps, send).catch(() => undefined)
+  return typeof original === 'string'
+}
+
+/** The send a raw body describes, when it is well-formed enough to be a retry. */
+function refusedSendOf(userId: string, body: unknown): RefusedSend | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  const fields = body as Record<string, unknown>
+  const action = fields.action ?? 'next'
+  const conversationId = fields.conversation_id
+  if (action !== 'next' || !Array.isArray(fields.messages)) return undefined
+  if (conversationId !== undefined && conversationId !== null && typeof conversationId !== 'string')
+    return undefined
+  const messages: RefusedSend['messages'][number][] = []
+  for (const message of fields.messages as unknown[]) {
+    const id = (message as { id?: unknown } | null)?.id
+    const parts = (message as { content?: { parts?: unknown } } | null)?.content?.parts
+    if (typeof id !== 'string' || !Array.isArray(parts)) return undefined
+    if (!parts.every((part) => typeof part === 'string')) return undefined
+    messages.push({ id, parts })
+  }
+  return {
+    userId,
+    action: 'next',
+    messages,
+    ...(typeof conversationId === 'string' ? { conversationId } : {}),
+  }
 }
