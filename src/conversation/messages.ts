@@ -57,20 +57,16 @@ export interface StoredMessage {
 }
 
 /**
- * Between the messages one turn stores: times are stored to the millisecond,
- * and a reply must be later than the message it answers (CONTRACT §17).
- */
-export const TIME_STEP_SECONDS = 0.001
-
-/**
- * The time of the message `step` steps into a turn that started at `start`
- * (Unix seconds): whole milliseconds apart and a quarter of one past a whole
- * millisecond, so that each stays later than the one before once the database
- * rounds it to the millisecond. (`start + step * TIME_STEP_SECONDS` does not:
- * a start near half a millisecond can round two steps to the same one.)
+ * The time `step` steps after `start` (Unix seconds), for the messages of one
+ * turn or an imported message the export left undated: whole milliseconds
+ * after the millisecond `start` is stored as, plus a quarter of one, so that
+ * each stays later than the one before once the database rounds it to the
+ * millisecond, as a reply must be later than what it answers (CONTRACT §17).
+ * (Adding 0.001 a step does not: a start near half a millisecond can round two
+ * steps to the same one.)
  */
 export function turnStepTime(start: number, step: number): number {
-  return (Math.floor(start * 1000) + step + 0.25) / 1000
+  return (Math.round(start * 1000) + step + 0.25) / 1000
 }
 
 /** Unix seconds with a sub-millisecond fraction, as `create_time` wants. */

@@ -7,10 +7,12 @@ import { dateOf, turnStepTime } from '../../src/conversation/messages.ts'
 // half a millisecond, where adding 0.001 to a float can round back.
 const starts = Array.from({ length: 20_000 }, (_, index) => 1_764_093_000.0005 + index * 1e-7)
 
-test('each step of a turn is stored a millisecond later than the one before', () => {
+test('each step is stored a millisecond later than the one before, and than the start', () => {
   let collisions = 0
   for (const start of starts) {
     const stored = [0, 1, 2, 3].map((step) => dateOf(turnStepTime(start, step)).getTime())
+    // A step after a time is stored later than that time itself (an import's undated message).
+    if ((stored[1] as number) <= dateOf(start).getTime()) collisions++
     for (let step = 1; step < stored.length; step++)
       if ((stored[step] as number) - (stored[step - 1] as number) !== 1) collisions++
   }

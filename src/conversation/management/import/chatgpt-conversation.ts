@@ -10,7 +10,7 @@
 // stored parents first, otherwise in the file's order, which for a
 // chatgpt.com export (and this service's own) is creation order. A time the
 // export left null is a millisecond after its parent's (or the conversation's).
-import { ROOT_ID, TIME_STEP_SECONDS, textOf, titleFrom } from '../../messages.ts'
+import { ROOT_ID, textOf, titleFrom, turnStepTime } from '../../messages.ts'
 import { importedInstructions } from './imported-instructions.ts'
 import { type ImportedMessage, readMessage } from './imported-message.ts'
 import {
@@ -168,7 +168,7 @@ export function readConversation(value: unknown, index: number, now: number): Co
     }
     // A time the export left out: a step after what it follows, as a reply is (CONTRACT §17).
     const created =
-      node.message.createTime ?? (inherited === null ? now : inherited + TIME_STEP_SECONDS)
+      node.message.createTime ?? (inherited === null ? now : turnStepTime(inherited, 1))
     messages.push({
       ...node.message,
       parentId,
