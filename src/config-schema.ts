@@ -150,6 +150,12 @@ const variables = {
     Type.String({ format: 'conduit-host-ports', expected: 'a comma-separated list of host:port' }),
   ),
   REDIS_SENTINEL_NAME: text({ expected: 'the name Sentinel knows the primary by' }),
+  // Credentials and TLS of a Sentinel-managed primary or a Cluster's nodes (a REDIS_URL carries its own).
+  REDIS_USERNAME: text({ expected: 'a Redis ACL user name' }),
+  REDIS_PASSWORD: text({ sensitive: true }),
+  REDIS_SENTINEL_PASSWORD: text({ sensitive: true }),
+  REDIS_TLS: oneOf(['true', 'false'] as const, 'false'),
+  REDIS_TLS_CA_FILE: text({ expected: 'a PEM file' }),
   MODEL_PROVIDER: oneOf(MODEL_PROVIDERS, 'local'),
   MODEL: text(),
   OPENAI_BASE_URL: url('conduit-http-url', 'an http:// or https:// URL'),

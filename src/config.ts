@@ -1,6 +1,7 @@
 // The one place the environment is read: checked once at startup against the
 // schema of config-schema.ts, so a bad value stops the process with a
 // one-line message naming the variable, then turned into a Config.
+import { readFileSync } from 'node:fs'
 import type { Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import {
@@ -14,7 +15,7 @@ import {
   variableSchema,
 } from './config-schema.ts'
 import { type ModelConfig, ModelsConfigError, readModels } from './models-config.ts'
-import type { HostPort, RedisDeployment } from './storage/redis-connections.ts'
+import type { HostPort, RedisAccess, RedisDeployment } from './storage/redis-connections.ts'
 
 export {
   LOG_LEVELS,
@@ -166,14 +167,68 @@ function cacheRedis(env: CheckedEnv): RedisDeployment | undefined {
     )
   if (env.REDIS_SENTINEL_NAME && !env.REDIS_SENTINELS)
     throw new ConfigError('REDIS_SENTINELS must be set with REDIS_SENTINEL_NAME')
-  if (env.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: hostPorts(env.REDIS_CLUSTER_NODES) }
+  const access = redisAccess(env, set[0])
+  if (env.REDIS_CLUSTER_NODES)
+    return { kind: 'cluster', nodes: hostPorts(env.REDIS_CLUSTER_NODES), ...access }
   if (env.REDIS_SENTINELS && env.REDIS_SENTINEL_NAME)
     return {
       kind: 'sentinel',
       sentinels: hostPorts(env.REDIS_SENTINELS),
       name: env.REDIS_SENTINEL_NAME,
+      ...access,
     }
   return url ? { kind: 'server', url } : undefined
+}
+
+/**
+ * REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS (with REDIS_TLS_CA_FILE) and
+ * REDIS_SENTINEL_PASSWORD: how Sentinel's primary or the Cluster's nodes are
+ * reached. Refused with anything else, where they would be ignored: a
+ * REDIS_URL carries its own credentials (and rediss:// for TLS).
+ */
+function redisAccess(env: CheckedEnv, deployment: string | undefined): { access?: RedisAccess } {
+  const tls = env.REDIS_TLS === 'true'
+  const given = [
+    env.REDIS_USERNAME !== undefined && 'REDIS_USERNAME',
+    env.REDIS_PASSWORD !== undefined && 'REDIS_PASSWORD',
+    tls && 'REDIS_TLS',
+    env.REDIS_TLS_CA_FILE !== undefined && 'REDIS_TLS_CA_FILE',
+    env.REDIS_SENTINEL_PASSWORD !== undefined && 'REDIS_SENTINEL_PASSWORD',
+  ].filter((name) => typeof name === 'string')
+  if (given.length === 0) return {}
+  if (deployment !== 'REDIS_SENTINELS' && deployment !== 'REDIS_CLUSTER_NODES')
+    throw new ConfigError(
+      `${given[0]} is for REDIS_SENTINELS or REDIS_CLUSTER_NODES; a REDIS_URL carries its own (redis://user:password@host:port, rediss:// for TLS)`,
+    )
+  if (env.REDIS_SENTINEL_PASSWORD !== undefined && deployment !== 'REDIS_SENTINELS')
+    throw new ConfigError('REDIS_SENTINEL_PASSWORD is only for REDIS_SENTINELS')
+  if (env.REDIS_TLS_CA_FILE !== undefined && !tls)
+    throw new ConfigError('REDIS_TLS_CA_FILE needs REDIS_TLS=true')
+  return {
+    access: {
+      ...(env.REDIS_USERNAME === undefined ? {} : { username: env.REDIS_USERNAME }),
+      ...(env.REDIS_PASSWORD === undefined ? {} : { password: env.REDIS_PASSWORD }),
+      ...(env.REDIS_SENTINEL_PASSWORD === undefined
+        ? {}
+        : { sentinelPassword: env.REDIS_SENTINEL_PASSWORD }),
+      ...(tls
+        ? { tls: env.REDIS_TLS_CA_FILE === undefined ? {} : { ca: pemFile(env.REDIS_TLS_CA_FILE) } }
+        : {}),
+    },
+  }
+}
+
+/** A PEM file's text, read at startup; ConfigError naming the file when it is not one. */
+function pemFile(path: string): string {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch {
+    throw new ConfigError(`REDIS_TLS_CA_FILE must name a readable file; cannot read "${path}"`)
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(`REDIS_TLS_CA_FILE must be a PEM certificate; "${path}" holds none`)
+  return text
 }
 
 /**

@@ -1,7 +1,10 @@
 // loadConfig: the defaults of CONTRACT §1, values read from the environment,
 // invalid values rejected with a ConfigError naming the variable (and never
 // echoing a secret), the per-process random resume secret, and maskUrlPassword.
-import { describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { ConfigError, loadConfig, maskUrlPassword, VARIANTS } from '../src/config.ts'
 import { ENV_NAMES, type EnvName, variableSchema } from '../src/config-schema.ts'
 
@@ -315,6 +318,90 @@ describe('REDIS_CLUSTER_NODES and REDIS_SENTINELS', () => {
   })
 })
 
+describe('REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS and REDIS_SENTINEL_PASSWORD', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'conduit-config-tls-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'
+  const SECRET = 'p4ss-w0rd-never-shown'
+
+  test('reach a Cluster or Sentinel-managed primary; a CA file is read at startup', () => {
+    const ca = join(dir, 'ca.pem')
+    writeFileSync(ca, PEM)
+    const cluster = loadConfig({
+      REDIS_CLUSTER_NODES: 'a:7000',
+      REDIS_USERNAME: 'conduit',
+      REDIS_PASSWORD: SECRET,
+      REDIS_TLS: 'true',
+      REDIS_TLS_CA_FILE: ca,
+    })
+    expect(cluster.cacheRedis).toEqual({
+      kind: 'cluster',
+      nodes: [{ host: 'a', port: 7000 }],
+      access: { username: 'conduit', password: SECRET, tls: { ca: PEM } },
+    })
+    // The state, on the same Cluster, is reached the same way.
+    expect(cluster.stateRedis).toEqual(cluster.cacheRedis)
+    const sentinel = loadConfig({
+      REDIS_SENTINELS: 's:26379',
+      REDIS_SENTINEL_NAME: 'main',
+      REDIS_PASSWORD: SECRET,
+      REDIS_SENTINEL_PASSWORD: 'other',
+      REDIS_TLS: 'true',
+    })
+    expect(sentinel.cacheRedis).toMatchObject({
+      kind: 'sentinel',
+      access: { password: SECRET, sentinelPassword: 'other', tls: {} },
+    })
+    // Unset (or REDIS_TLS=false): plain connections, as before.
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_TLS: 'false' }).cacheRedis).toEqual({
+      kind: 'cluster',
+      nodes: [{ host: 'a', port: 7000 }],
+    })
+  })
+
+  test('are refused where they would be ignored, naming the variable; a password is never shown', () => {
+    const cases: [Record<string, string>, string][] = [
+      [
+        { REDIS_URL: 'redis://h:6379', REDIS_PASSWORD: SECRET },
+        'REDIS_PASSWORD is for REDIS_SENTINELS or REDIS_CLUSTER_NODES',
+      ],
+      [{ REDIS_PASSWORD: SECRET }, 'REDIS_PASSWORD is for REDIS_SENTINELS or REDIS_CLUSTER_NODES'],
+      [{ REDIS_URL: 'redis://h:6379', REDIS_TLS: 'true' }, 'REDIS_TLS is for'],
+      [
+        { REDIS_CLUSTER_NODES: 'a:1', REDIS_SENTINEL_PASSWORD: SECRET },
+        'REDIS_SENTINEL_PASSWORD is only for REDIS_SENTINELS',
+      ],
+      [
+        { REDIS_CLUSTER_NODES: 'a:1', REDIS_TLS_CA_FILE: join(dir, 'ca.pem') },
+        'REDIS_TLS_CA_FILE needs REDIS_TLS=true',
+      ],
+      [{ REDIS_CLUSTER_NODES: 'a:1', REDIS_TLS: 'yes' }, 'REDIS_TLS must be one of true, false'],
+      [
+        {
+          REDIS_CLUSTER_NODES: 'a:1',
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA_FILE: join(dir, 'missing.pem'),
+        },
+        'REDIS_TLS_CA_FILE must name a readable file',
+      ],
+    ]
+    for (const [env, start] of cases) {
+      const { message } = configError(env)
+      expect(message).toStartWith(start)
+      expect(message).not.toContain(SECRET)
+    }
+    const notPem = join(dir, 'key.txt')
+    writeFileSync(notPem, SECRET)
+    const { message } = configError({
+      REDIS_CLUSTER_NODES: 'a:1',
+      REDIS_TLS: 'true',
+      REDIS_TLS_CA_FILE: notPem,
+    })
+    expect(message).toContain('must be a PEM certificate')
+    expect(message).not.toContain(SECRET)
+  })
+})
+
 describe('NEAR_CACHE_MAX_BYTES', () => {
   test('defaults to 16 MiB, takes a whole number, and 0 turns the near cache off', () => {
     expect(loadConfig({}).nearCacheMaxBytes).toBe(16 * 2 ** 20)
@@ -455,7 +542,11 @@ describe('every variable of the schema', () => {
       'MODELS',
       'MODELS_FILE',
       'OPENAI_API_KEY',
+      'REDIS_PASSWORD',
       'REDIS_SENTINEL_NAME',
+      'REDIS_SENTINEL_PASSWORD',
+      'REDIS_TLS_CA_FILE',
+      'REDIS_USERNAME',
       'RESUME_TOKEN_SECRET',
     ])
   })

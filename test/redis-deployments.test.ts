@@ -6,7 +6,10 @@
 //   them, kill -9 takeover), then the master holding a streaming turn's log is
 //   killed and its replica promoted;
 // - a primary and a replica watched by 3 Sentinels: resume and stop across
-//   instances, then the primary is killed mid-stream and Sentinel fails over.
+//   instances, then the primary is killed mid-stream and Sentinel fails over;
+// - the same, secured as managed services are: a Cluster whose nodes ask for a
+//   password and speak TLS only (a private CA), and a Sentinel deployment
+//   whose data nodes and Sentinels each ask for a password.
 // Through either failover the turn streams on: no stored reply lost, every
 // item once (the live stream, another instance following it through the
 // failover, and a resume from 0 are the same bytes), a
@@ -14,6 +17,7 @@
 // on the new primary. Needs TEST_DATABASE_URL; skips where redis-server or
 // redis-cli is missing.
 import { expect, test } from 'bun:test'
+import Redis from 'ioredis'
 import { localReply } from '../src/conversation/model/local.ts'
 import { slotOf } from '../src/storage/redis-slots.ts'
 import { describeInstances, type Instances, LONG } from './support/multi-instance-suite.ts'
@@ -21,6 +25,7 @@ import {
   type PrivateCluster,
   type PrivateSentinels,
   REDIS_DEPLOYMENTS_MISSING,
+  type RedisNode,
   startCluster,
   startSentinels,
   until,
@@ -33,6 +38,7 @@ import {
   startReadyServer,
 } from './support/server-process.ts'
 import { completeFrames, frameData } from './support/sse-frames.ts'
+import { makeTestTls, type TestTls, TLS_MISSING } from './support/test-tls.ts'
 
 /** Longest a request may take while Redis fails over: the state's 2 s deadline, and some. */
 const REQUEST_BOUND_MS = 3_500
@@ -168,4 +174,87 @@ describeInstances(
       }, 90_000)
     },
   },
+)
+
+/** What a managed service asks for: a password on every node, and TLS under a private CA. */
+const PASSWORD = 'conduit-test-password'
+let securedCluster: PrivateCluster | undefined
+let tls: TestTls | undefined
+describeInstances(
+  {
+    name: 'a Redis Cluster with a password and TLS',
+    missing: REDIS_DEPLOYMENTS_MISSING ?? TLS_MISSING,
+    async start() {
+      tls = makeTestTls()
+      securedCluster = await startCluster(3, 0, { password: PASSWORD, tls })
+      return {
+        REDIS_CLUSTER_NODES: securedCluster.spec,
+        REDIS_PASSWORD: PASSWORD,
+        REDIS_TLS: 'true',
+        REDIS_TLS_CA_FILE: tls.caFile,
+      }
+    },
+    async stop() {
+      await securedCluster?.stop()
+      tls?.remove()
+    },
+  },
+  {
+    scenarios: ['resume', 'stop'],
+    more() {
+      test('its nodes refuse a client without the password, and plain TCP', async () => {
+        const node = (securedCluster as PrivateCluster).nodes[0] as RedisNode
+        const ca = (tls as TestTls).caPem
+        const once = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }
+        const refusal = async (client: Redis) => {
+          const errors: string[] = []
+          client.on('error', (error: Error) => errors.push(error.message))
+          try {
+            await client.connect().then(() => client.ping())
+            return 'answered'
+          } catch (error) {
+            return [...errors, (error as Error).message].join('; ')
+          } finally {
+            client.disconnect()
+          }
+        }
+        const noPassword = new Redis({ host: node.host, port: node.port, tls: { ca }, ...once })
+        expect(await refusal(noPassword)).toContain('NOAUTH')
+        const plain = new Redis({ host: node.host, port: node.port, password: PASSWORD, ...once })
+        expect(await refusal(plain)).not.toBe('answered')
+        // With both, the node answers: the refusals above were the password and TLS.
+        const both = new Redis({
+          host: node.host,
+          port: node.port,
+          password: PASSWORD,
+          tls: { ca },
+          ...once,
+        })
+        expect(await both.connect().then(() => both.ping())).toBe('PONG')
+        both.disconnect()
+      })
+    },
+  },
+)
+
+let securedSentinels: PrivateSentinels | undefined
+describeInstances(
+  {
+    name: 'Redis behind Sentinel, with passwords',
+    missing: REDIS_DEPLOYMENTS_MISSING,
+    async start() {
+      securedSentinels = await startSentinels('secured', {
+        password: PASSWORD,
+        sentinelPassword: `${PASSWORD}-sentinel`,
+      })
+      return {
+        REDIS_SENTINELS: securedSentinels.spec,
+        REDIS_SENTINEL_NAME: securedSentinels.name,
+        REDIS_PASSWORD: PASSWORD,
+        REDIS_SENTINEL_PASSWORD: `${PASSWORD}-sentinel`,
+      }
+    },
+    stop: async () => securedSentinels?.stop(),
+  },
+  { scenarios: ['resume'] },
 )

@@ -15,10 +15,24 @@ export interface HostPort {
   port: number
 }
 
+/**
+ * How a Sentinel-managed primary or a Cluster's nodes are reached beyond
+ * their address (a single server's URL carries its own: redis://user:pass@…,
+ * rediss:// for TLS): managed services ask for a password and TLS.
+ */
+export interface RedisAccess {
+  username?: string
+  password?: string
+  /** TLS to the data nodes; `ca` is a PEM of a private CA (else the system's are trusted). */
+  tls?: { ca?: string }
+  /** Sentinel only: the Sentinels' own password. */
+  sentinelPassword?: string
+}
+
 export type RedisDeployment =
   | { kind: 'server'; url: string }
-  | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
-  | { kind: 'cluster'; nodes: HostPort[] }
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string; access?: RedisAccess }
+  | { kind: 'cluster'; nodes: HostPort[]; access?: RedisAccess }
 
 /** What a client wants beyond where Redis is: deadlines and how it reconnects. */
 export interface ClientOptions {
@@ -81,11 +95,19 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
     connect(options = {}) {
       const { shardedSubscribers, ...rest } = options
       if (deployment.kind === 'cluster')
-        return new Cluster(deployment.nodes, clusterOptions(rest, shardedSubscribers))
+        return new Cluster(
+          deployment.nodes,
+          clusterOptions(rest, shardedSubscribers, dataNodeAccess(deployment.access)),
+        )
       const redisOptions: RedisOptions = { ...rest, reconnectOnError: reconnectWhenReadOnly }
       if (deployment.kind === 'sentinel')
         return new Redis({
           ...redisOptions,
+          ...dataNodeAccess(deployment.access),
+          ...(deployment.access?.tls ? { enableTLSForSentinelMode: true } : {}),
+          ...(deployment.access?.sentinelPassword
+            ? { sentinelPassword: deployment.access.sentinelPassword }
+            : {}),
           sentinels: deployment.sentinels,
           name: deployment.name,
           // Told of a new primary by the sentinels, rather than by failing commands.
@@ -97,6 +119,16 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
   }
 }
 
+/** The options of a data node's connection that say who connects and how (none: plain, no AUTH). */
+function dataNodeAccess(access: RedisAccess | undefined): RedisOptions {
+  if (!access) return {}
+  return {
+    ...(access.username === undefined ? {} : { username: access.username }),
+    ...(access.password === undefined ? {} : { password: access.password }),
+    ...(access.tls ? { tls: access.tls.ca === undefined ? {} : { ca: access.tls.ca } } : {}),
+  }
+}
+
 /**
  * A demoted primary (after a failover it comes back as a replica) answers
  * writes with READONLY: connect again, to whichever is primary now. The
@@ -105,10 +137,18 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
 const reconnectWhenReadOnly = (error: Error) => error.message.startsWith('READONLY')
 
 /** A Cluster client's options: the per-node ones go to every node's connection. */
-function clusterOptions(options: ClientOptions, shardedSubscribers?: boolean): ClusterOptions {
-  const { retryStrategy, enableOfflineQueue, ...perNode } = options
+function clusterOptions(
+  options: ClientOptions,
+  shardedSubscribers?: boolean,
+  access?: RedisOptions,
+): ClusterOptions {
+  const { retryStrategy, enableOfflineQueue, ...rest } = options
+  const perNode: RedisOptions = { ...rest, ...access }
   return {
     redisOptions: perNode,
+    // With TLS a node is connected to by the name it was given, so that its
+    // certificate is checked against that name (ElastiCache's advice).
+    ...(perNode.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     clusterRetryStrategy: retryStrategy ?? ((attempt) => Math.min(attempt * 100, 2_000)),
     // A failover takes the cluster's node timeout; commands meanwhile wait

@@ -12,6 +12,7 @@ import type { Subprocess } from 'bun'
 import Redis from 'ioredis'
 import { type HostPort, redisConnector } from '../../src/storage/redis-connections.ts'
 import { freePort, sleep } from './server-process.ts'
+import type { TestTls } from './test-tls.ts'
 
 const REDIS_SERVER = Bun.which('redis-server')
 const REDIS_CLI = Bun.which('redis-cli')
@@ -52,14 +53,68 @@ export async function until(check: () => Promise<boolean>, what: string, ms = 20
   }
 }
 
-function startNode(args: string[], dir: string, binary = REDIS_SERVER ?? ''): RedisNode {
+/**
+ * How a private deployment's data nodes are secured (none: plain, no AUTH):
+ * a password every client and replica gives, and TLS with test-tls.ts's
+ * files, on which a node listens instead of plain TCP.
+ */
+export interface NodeSecurity {
+  password?: string
+  tls?: TestTls
+}
+
+/** The arguments that make a data node ask for the password and speak TLS only. */
+function securityArgs(security: NodeSecurity | undefined, port: number): string[] {
+  const { password, tls } = security ?? {}
+  return [
+    ...(password ? ['--requirepass', password, '--masterauth', password] : []),
+    ...(tls
+      ? [
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--tls-cert-file',
+          tls.certFile,
+          '--tls-key-file',
+          tls.keyFile,
+          '--tls-ca-cert-file',
+          tls.caFile,
+          '--tls-auth-clients',
+          'no',
+          '--tls-replication',
+          'yes',
+          '--tls-cluster',
+          'yes',
+        ]
+      : ['--port', String(port)]),
+  ]
+}
+
+/** Environment and flags that let redis-cli reach a secured node. */
+function cliSecurity(security: NodeSecurity | undefined) {
+  return {
+    env: security?.password ? { REDISCLI_AUTH: security.password } : {},
+    args: security?.tls ? ['--tls', '--cacert', security.tls.caFile] : [],
+  }
+}
+
+function startNode(
+  args: string[],
+  dir: string,
+  binary = REDIS_SERVER ?? '',
+  security?: NodeSecurity,
+  /** A Sentinel's own password (it takes no --masterauth, nor TLS here). */
+  adminPassword = security?.password,
+): RedisNode {
   const port = freePort()
   const proc = Bun.spawn(
     [
       binary,
       ...args,
-      '--port',
-      String(port),
+      ...(binary === REDIS_SENTINEL || args.includes('--sentinel')
+        ? ['--port', String(port)]
+        : securityArgs(security, port)),
       '--bind',
       '127.0.0.1',
       '--dir',
@@ -74,7 +129,16 @@ function startNode(args: string[], dir: string, binary = REDIS_SERVER ?? ''): Re
     { stdout: 'ignore', stderr: 'ignore' },
   )
   processes.push(proc)
-  const admin = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 })
+  const admin = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    retryStrategy: () => 50,
+    ...(adminPassword ? { password: adminPassword } : {}),
+    ...(security?.tls && binary !== REDIS_SENTINEL && !args.includes('--sentinel')
+      ? { tls: { ca: security.tls.caPem } }
+      : {}),
+  })
   admin.on('error', () => {})
   admins.push(admin)
   let alive = true
@@ -131,7 +195,11 @@ export interface PrivateCluster {
 }
 
 /** A Cluster of `masters` masters with `replicas` replicas each, joined and healthy. */
-export async function startCluster(masters = 3, replicas = 0): Promise<PrivateCluster> {
+export async function startCluster(
+  masters = 3,
+  replicas = 0,
+  security?: NodeSecurity,
+): Promise<PrivateCluster> {
   const count = masters * (replicas + 1)
   const nodes = Array.from({ length: count }, (_, i) =>
     startNode(
@@ -145,12 +213,16 @@ export async function startCluster(masters = 3, replicas = 0): Promise<PrivateCl
         '1000',
       ],
       tempDir('cluster'),
+      REDIS_SERVER ?? '',
+      security,
     ),
   )
   await Promise.all(nodes.map(answers))
+  const cli = cliSecurity(security)
   const create = Bun.spawn(
     [
       REDIS_CLI ?? '',
+      ...cli.args,
       '--cluster',
       'create',
       ...nodes.map((node) => `127.0.0.1:${node.port}`),
@@ -158,7 +230,7 @@ export async function startCluster(masters = 3, replicas = 0): Promise<PrivateCl
       String(replicas),
       '--cluster-yes',
     ],
-    { stdout: 'pipe', stderr: 'pipe' },
+    { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...cli.env } },
   )
   const output = await new Response(create.stdout).text()
   if ((await create.exited) !== 0) throw new Error(`redis-cli --cluster create failed: ${output}`)
@@ -222,11 +294,24 @@ export interface PrivateSentinels {
   stop(): Promise<void>
 }
 
-/** A primary with one replica, watched by three Sentinels that fail over within about 2 s. */
-export async function startSentinels(name = 'conduit'): Promise<PrivateSentinels> {
-  const primary = startNode([], tempDir('primary'))
+/**
+ * A primary with one replica, watched by three Sentinels that fail over
+ * within about 2 s; with a password, the data nodes ask for it, and with
+ * `sentinelPassword` the Sentinels ask for theirs.
+ */
+export async function startSentinels(
+  name = 'conduit',
+  security: { password?: string; sentinelPassword?: string } = {},
+): Promise<PrivateSentinels> {
+  const data = security.password ? { password: security.password } : undefined
+  const primary = startNode([], tempDir('primary'), REDIS_SERVER ?? '', data)
   await answers(primary)
-  const replica = startNode(['--replicaof', '127.0.0.1', String(primary.port)], tempDir('replica'))
+  const replica = startNode(
+    ['--replicaof', '127.0.0.1', String(primary.port)],
+    tempDir('replica'),
+    REDIS_SERVER ?? '',
+    data,
+  )
   await answers(replica)
   await until(async () => (await replica.admin.role())[3] === 'connected', 'the replica is in sync')
   const sentinels = Array.from({ length: 3 }, () => {
@@ -239,12 +324,20 @@ export async function startSentinels(name = 'conduit'): Promise<PrivateSentinels
         `sentinel down-after-milliseconds ${name} 1000`,
         `sentinel failover-timeout ${name} 5000`,
         `sentinel parallel-syncs ${name} 1`,
+        ...(security.password ? [`sentinel auth-pass ${name} ${security.password}`] : []),
+        ...(security.sentinelPassword ? [`requirepass ${security.sentinelPassword}`] : []),
         '',
       ].join('\n'),
     )
     return REDIS_SENTINEL
-      ? startNode([file], dir, REDIS_SENTINEL)
-      : startNode([file, '--sentinel'], dir)
+      ? startNode([file], dir, REDIS_SENTINEL, undefined, security.sentinelPassword)
+      : startNode(
+          [file, '--sentinel'],
+          dir,
+          REDIS_SERVER ?? '',
+          undefined,
+          security.sentinelPassword,
+        )
   })
   await Promise.all(sentinels.map(answers))
   // Each Sentinel knows the replica and the other Sentinels before anything fails.
