@@ -1,5 +1,14 @@
+// The model stream parser (sse-lines.ts): eventsource-parser under the rules
+// openai.ts relies on - events whatever the cut and line ending, comments and
+// unknown fields ignored, an unterminated last event delivered at the end -
+// and a hostile upstream's endless event refused.
 import { describe, expect, test } from 'bun:test'
-import { type SseEvent, SseParser } from '../../src/conversation/model/sse-lines.ts'
+import { ModelError } from '../../src/conversation/model/provider.ts'
+import {
+  MAX_EVENT_CHARS,
+  type SseEvent,
+  SseParser,
+} from '../../src/conversation/model/sse-lines.ts'
 
 /** Feeds `text` cut at every position in `cuts`, then ends the input. */
 function parse(text: string, cuts: number[] = []): SseEvent[] {
@@ -73,5 +82,26 @@ describe('SseParser', () => {
   test('an unterminated last event is delivered at the end', () => {
     expect(parse('data: a\n\ndata: [DONE]')).toEqual([data('a'), data('[DONE]')])
     expect(parse('data: a\n\ndata: [DONE]\n')).toEqual([data('a'), data('[DONE]')])
+  })
+
+  test('an event past MAX_EVENT_CHARS fails the reply, in one piece or cut anywhere; below it passes', () => {
+    const long = 'x'.repeat(MAX_EVENT_CHARS / 2)
+    expect(parse(`data: ${long}\n\n`)).toEqual([data(long)])
+    const hostile = `data: ${'x'.repeat(MAX_EVENT_CHARS + 1)}`
+    for (const size of [hostile.length, 65_536, 1_000]) {
+      const parser = new SseParser()
+      let failure: unknown
+      try {
+        for (let start = 0; start < hostile.length; start += size)
+          parser.feed(hostile.slice(start, start + size))
+      } catch (error) {
+        failure = error
+      }
+      expect(failure).toBeInstanceOf(ModelError)
+      expect((failure as ModelError).detail).toContain('longer than')
+    }
+    // Many data lines of one event count together.
+    const lines = `${'data: yyyyyyyy\n'.repeat(MAX_EVENT_CHARS / 8)}\n`
+    expect(() => new SseParser().feed(lines)).toThrow(ModelError)
   })
 })

@@ -1,9 +1,14 @@
-// A small incremental Server-Sent Events parser for reading model streams.
-// `eventsource-parser` does the same job well, but the project keeps its
-// dependencies few and the part needed here (data/event fields, comments, all
-// three line endings, input split anywhere) is short. Follows the WHATWG
-// "event stream interpretation" rules, except that an event left unterminated
-// at the end of the input is still delivered (see `end`).
+// Server-Sent Events from a model server, as events: eventsource-parser (the
+// WHATWG "event stream interpretation" rules - data/event fields, comments,
+// all three line endings, input split anywhere) behind the two calls
+// openai.ts makes. Beyond the rules: an event left unterminated at the end of
+// the input is still delivered (see `end`), and an event or line longer than
+// MAX_EVENT_CHARS fails the reply rather than grow memory without bound.
+import { createParser, type EventSourceParser } from 'eventsource-parser'
+import { ModelError } from './provider.ts'
+
+/** The longest event (or unterminated line) a model server may send: far above any real delta. */
+export const MAX_EVENT_CHARS = 1_048_576
 
 export interface SseEvent {
   /** The `event:` field, or undefined when the server sent none. */
@@ -13,66 +18,46 @@ export interface SseEvent {
 }
 
 export class SseParser {
-  /** An incomplete line carried over to the next `feed`. */
-  private pending = ''
-  /** The last input ended in `\r`: a `\n` at the start of the next one ends the same line. */
-  private skipLineFeed = false
-  private data: string[] = []
-  private event: string | undefined
+  private events: SseEvent[] = []
+  private overflowed = false
+  private readonly parser: EventSourceParser = createParser({
+    maxBufferSize: MAX_EVENT_CHARS,
+    onEvent: ({ event, data }) => {
+      this.events.push({ event, data })
+    },
+    // Unknown fields and bad retry values are ignored, as the rules say.
+    onError: (error) => {
+      if (error.type === 'max-buffer-size-exceeded') this.overflowed = true
+    },
+  })
 
   /** Takes the next piece of decoded text; returns the events it completed. */
   feed(text: string): SseEvent[] {
-    const events: SseEvent[] = []
-    if (text === '') return events
-    let input = text
-    if (this.skipLineFeed) {
-      this.skipLineFeed = false
-      if (input.startsWith('\n')) input = input.slice(1)
+    try {
+      this.parser.feed(text)
+    } catch (error) {
+      if (!this.overflowed) throw error
     }
-    const buffer = this.pending + input
-    let start = 0
-    for (let i = 0; i < buffer.length; i++) {
-      const code = buffer.charCodeAt(i)
-      if (code !== 10 && code !== 13) continue
-      this.line(buffer.slice(start, i), events)
-      if (code === 13) {
-        // `\r\n` is one line ending; a `\r` at the very end may be followed by `\n` later.
-        if (i + 1 === buffer.length) this.skipLineFeed = true
-        else if (buffer.charCodeAt(i + 1) === 10) i++
-      }
-      start = i + 1
-    }
-    this.pending = buffer.slice(start)
-    return events
+    if (this.overflowed)
+      throw new ModelError(
+        `The model server sent an event longer than ${MAX_EVENT_CHARS} characters.`,
+      )
+    return this.take()
   }
 
   /**
-   * Ends the input. Servers that close right after their last `data:` line,
-   * without the blank line, still mean that event, so it is delivered.
+   * The input ended: the event it left unterminated, if any (a blank line
+   * ends it; after a complete event the blank lines complete nothing).
    */
   end(): SseEvent[] {
-    const events: SseEvent[] = []
-    if (this.pending !== '') this.line(this.pending, events)
-    this.pending = ''
-    this.skipLineFeed = false
-    this.line('', events)
-    return events
+    const last = this.feed('\n\n')
+    this.parser.reset()
+    return last
   }
 
-  private line(line: string, events: SseEvent[]): void {
-    if (line === '') {
-      if (this.data.length > 0) events.push({ event: this.event, data: this.data.join('\n') })
-      this.data = []
-      this.event = undefined
-      return
-    }
-    if (line.startsWith(':')) return // a comment, e.g. a keep-alive `: ping`
-    const colon = line.indexOf(':')
-    const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.startsWith(' ')) value = value.slice(1)
-    if (field === 'data') this.data.push(value)
-    else if (field === 'event') this.event = value
-    // `id` and `retry` only matter to reconnecting clients; a model stream is never resumed.
+  private take(): SseEvent[] {
+    const taken = this.events
+    this.events = []
+    return taken
   }
 }
