@@ -27,6 +27,7 @@ import type { TurnDeps } from './turn/deps.ts'
 import { chooseModel } from './turn/model-choice.ts'
 import { type ConversationObserver, silentObserver } from './turn/observer.ts'
 import type { SendAction } from './turn/placement.ts'
+import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner } from './turn/runner.ts'
 
@@ -121,7 +122,9 @@ export function createConversationService(options: ConversationServiceOptions) {
     newId,
     warn,
     observer,
-    checkpointMs: options.checkpointMs ?? 1_000,
+    ...(logs.durable
+      ? {}
+      : { checkpoints: createReplyCheckpoints(db, options.checkpointMs ?? 1_000, warn) }),
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
@@ -329,6 +332,9 @@ export function createConversationService(options: ConversationServiceOptions) {
     whenIdle: () => runner.whenIdle(),
 
     /** Waits up to graceMs for running turns, then stops what is left (stored as interrupted). */
-    close: (graceMs = 0) => runner.close(graceMs),
+    close: async (graceMs = 0) => {
+      await runner.close(graceMs)
+      deps.checkpoints?.close()
+    },
   }
 }

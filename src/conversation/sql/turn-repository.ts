@@ -272,20 +272,39 @@ export async function requestStop(db: Queryable, turn: QueuedTurn): Promise<bool
   return rows.length === 1
 }
 
-/** Saves the reply's text so far (a checkpoint); false when the claim was lost. */
-export async function checkpointReply(
+/** A running reply's text so far, under the fencing token of the runner that writes it. */
+export interface ReplyCheckpoint {
+  conversationId: string
+  messageId: string
+  token: number
+  text: string
+}
+
+/**
+ * Saves the text so far of several running replies in one statement (reply
+ * checkpoints); a reply no longer in progress under that token is left as it is.
+ */
+export async function checkpointReplies(
   db: Queryable,
-  turn: QueuedTurn,
-  token: number,
-  text: string,
-): Promise<boolean> {
-  const rows = await db.query(
-    `UPDATE messages SET content = $4::text::jsonb, updated_at = now()
-      WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
-      RETURNING 1`,
-    [turn.conversationId, turn.messageId, token, JSON.stringify(textContent(text))],
+  checkpoints: readonly ReplyCheckpoint[],
+): Promise<void> {
+  await db.query(
+    `UPDATE messages m SET content = c.content, updated_at = now()
+       FROM jsonb_to_recordset($1::text::jsonb)
+            AS c(conversation_id uuid, id text, token bigint, content jsonb)
+      WHERE m.conversation_id = c.conversation_id AND m.id = c.id
+        AND m.run_token = c.token AND m.status = 'in_progress'`,
+    [
+      JSON.stringify(
+        checkpoints.map((checkpoint) => ({
+          conversation_id: checkpoint.conversationId,
+          id: checkpoint.messageId,
+          token: checkpoint.token,
+          content: textContent(checkpoint.text),
+        })),
+      ),
+    ],
   )
-  return rows.length === 1
 }
 
 /**

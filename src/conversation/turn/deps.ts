@@ -8,6 +8,7 @@ import type { ModelCatalogue } from '../model/catalogue.ts'
 import { historyKey, listKey } from '../reads/cache-keys.ts'
 import type { ResumeTokens } from '../stream/resume-token.ts'
 import type { ConversationObserver } from './observer.ts'
+import type { ReplyCheckpoints } from './reply-checkpoints.ts'
 
 export interface TurnDeps {
   db: Db
@@ -22,8 +23,8 @@ export interface TurnDeps {
   warn: (message: string, error: unknown) => void
   /** Told when turns start and end (logs, metrics). */
   observer: ConversationObserver
-  /** With logs that die with the process: how often the reply so far is saved to the database. */
-  checkpointMs: number
+  /** With logs that die with the process: where running replies' text goes, saved every tick. */
+  checkpoints?: ReplyCheckpoints
 }
 
 /**

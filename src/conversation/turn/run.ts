@@ -2,19 +2,15 @@
 // claimed under the lease's fencing token (turn-repository.ts): claim its log
 // too, then either finish a dead runner's turn (recover.ts) or stream the
 // model's reply into the log (log-writer.ts) and store it. With logs that die
-// with the process, the reply so far is also saved to the database every
-// checkpointMs, so a crash loses at most that much text.
+// with the process, the reply so far is also saved to the database at each
+// tick of the reply checkpoints (reply-checkpoints.ts), so a crash loses at
+// most a tick of text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
 import type { StoredMessage } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
 import { contextForTurn } from '../reads/context.ts'
-import {
-  checkpointReply,
-  type QueuedTurn,
-  type TurnClaim,
-  turnInputs,
-} from '../sql/turn-repository.ts'
+import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
 import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
@@ -103,18 +99,6 @@ async function streamReply(
   let items = 0
   // The reply as stored in the log so far: what is kept when the turn ends early.
   let text = ''
-  let saved = ''
-  const checkpoints = deps.logs.durable
-    ? undefined
-    : setInterval(() => {
-        if (text === saved) return
-        const snapshot = text
-        checkpointReply(deps.db, turn, run.token, snapshot)
-          .then(() => {
-            saved = snapshot
-          })
-          .catch((error) => deps.warn('could not checkpoint the reply', error))
-      }, deps.checkpointMs)
   let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
   let contextInStep = false
   try {
@@ -141,6 +125,7 @@ async function streamReply(
       items++
       await writer.write(appendFrame(chunk), () => {
         text += chunk
+        deps.checkpoints?.update({ conversationId, messageId, token: run.token, text })
       })
     }
     await writer.settle()
@@ -159,7 +144,7 @@ async function streamReply(
       ending = { finish: 'error', error: { code: 'model_error', detail } }
     }
   } finally {
-    clearInterval(checkpoints)
+    deps.checkpoints?.forget(messageId)
   }
   // A runner that lost its lease leaves the turn to the new owner.
   if (run.signal.reason === 'lost') return false

@@ -1,0 +1,134 @@
+// Reply checkpoints (turn/reply-checkpoints.ts) on every database backend:
+// one statement saves the text so far of many running replies, each only
+// while it is in progress under the runner's fencing token; the batcher saves
+// a reply's newest text at the next tick, nothing of a reply it was told
+// ended, and a failing save is reported and retried with newer text.
+import { describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { checkpointReplies } from '../../src/conversation/sql/turn-repository.ts'
+import { createReplyCheckpoints } from '../../src/conversation/turn/reply-checkpoints.ts'
+import type { Db } from '../../src/storage/db.ts'
+import { suiteDb } from '../support/backend-apps.ts'
+import { appBackends } from '../support/backends.ts'
+
+const EMPTY = '{"content_type":"text","parts":[""]}'
+
+/** A conversation with assistant rows: [id, status, run_token]. */
+async function conversationWith(db: Db, rows: [string, string, number][]): Promise<string> {
+  const conversationId = randomUUID()
+  const user = `checkpoint-${randomUUID()}`
+  await db.query('INSERT INTO users (id) VALUES ($1)', [user])
+  await db.query('INSERT INTO conversations (id, user_id, title) VALUES ($1, $2, $3)', [
+    conversationId,
+    user,
+    't',
+  ])
+  for (const [id, status, token] of rows)
+    await db.query(
+      `INSERT INTO messages (id, conversation_id, role, content, status, run_token)
+       VALUES ($1, $2, 'assistant', $3::text::jsonb, $4, $5)`,
+      [id, conversationId, EMPTY, status, token],
+    )
+  return conversationId
+}
+
+async function textsOf(db: Db, conversationId: string): Promise<Record<string, string>> {
+  const rows = await db.query<{ id: string; content: { parts: string[] } }>(
+    'SELECT id, content FROM messages WHERE conversation_id = $1 ORDER BY seq',
+    [conversationId],
+  )
+  return Object.fromEntries(rows.map((row) => [row.id, row.content.parts.join('')]))
+}
+
+/** Resolves once `check` holds, polling the database every 10 ms (at most 5 s). */
+async function eventually(check: () => Promise<boolean>) {
+  for (let tries = 0; tries < 500; tries++) {
+    if (await check()) return
+    await Bun.sleep(10)
+  }
+  throw new Error('not within 5 s')
+}
+
+for (const backend of appBackends())
+  describe(backend.name, () => {
+    const db = suiteDb(backend)
+
+    test('one statement saves every running reply under its token, and nothing else', async () => {
+      const conversationId = await conversationWith(db, [
+        ['running-a', 'in_progress', 5],
+        ['running-b', 'in_progress', 5],
+        ['finished', 'finished_successfully', 5],
+        ['taken-over', 'in_progress', 9],
+      ])
+      const hostile = 'quotes " \\ and unicode: é 漢字 🎉, </script>'
+      await checkpointReplies(
+        db,
+        ['running-a', 'running-b', 'finished', 'taken-over'].map((messageId) => ({
+          conversationId,
+          messageId,
+          token: 5,
+          text: `${messageId}: ${hostile}`,
+        })),
+      )
+      expect(await textsOf(db, conversationId)).toEqual({
+        'running-a': `running-a: ${hostile}`,
+        'running-b': `running-b: ${hostile}`,
+        finished: '',
+        'taken-over': '',
+      })
+      await checkpointReplies(db, [])
+    })
+
+    test("the batcher saves each reply's newest text at a tick, and none of a reply that ended", async () => {
+      const conversationId = await conversationWith(db, [
+        ['one', 'in_progress', 1],
+        ['two', 'in_progress', 1],
+      ])
+      const warnings: string[] = []
+      const checkpoints = createReplyCheckpoints(db, 20, (message) => warnings.push(message))
+      try {
+        for (const text of ['a', 'ab', 'abc'])
+          checkpoints.update({ conversationId, messageId: 'one', token: 1, text })
+        checkpoints.update({ conversationId, messageId: 'two', token: 1, text: 'never saved' })
+        checkpoints.forget('two')
+        await eventually(async () => (await textsOf(db, conversationId)).one === 'abc')
+        expect(await textsOf(db, conversationId)).toEqual({ one: 'abc', two: '' })
+        checkpoints.update({ conversationId, messageId: 'one', token: 1, text: 'abcd' })
+        await eventually(async () => (await textsOf(db, conversationId)).one === 'abcd')
+        expect(warnings).toEqual([])
+      } finally {
+        checkpoints.close()
+      }
+    })
+  })
+
+test('a save that fails is reported, and the next tick saves the newer text', async () => {
+  const saved: string[][] = []
+  let failNext = true
+  const db = {
+    async query(_sql: string, params: unknown[]) {
+      if (failNext) {
+        failNext = false
+        throw new Error('database away')
+      }
+      saved.push(
+        (JSON.parse(params[0] as string) as { content: { parts: string[] } }[]).map(
+          (row) => row.content.parts[0] ?? '',
+        ),
+      )
+      return []
+    },
+  } as unknown as Db
+  const warnings: string[] = []
+  const checkpoints = createReplyCheckpoints(db, 10, (message) => warnings.push(message))
+  try {
+    checkpoints.update({ conversationId: randomUUID(), messageId: 'm', token: 1, text: 'first' })
+    await eventually(async () => warnings.length === 1)
+    expect(warnings).toEqual(['could not checkpoint the replies'])
+    checkpoints.update({ conversationId: randomUUID(), messageId: 'm', token: 1, text: 'second' })
+    await eventually(async () => saved.length === 1)
+    expect(saved).toEqual([['second']])
+  } finally {
+    checkpoints.close()
+  }
+})
