@@ -3,7 +3,9 @@
 // how it answers:
 // - `slow`: streams `Reply of <model> to "<last user text>" (<n> messages).`
 //   word by word, FAKE_CHUNK_DELAY_MS apart (or <N> ms for a model named
-//   `…-<N>ms`); a non-streamed request (a title) gets a short title;
+//   `…-<N>ms`); a non-streamed request (a title) gets a short title; a model
+//   named `hostile…` streams HOSTILE_PIECES (a NUL, lone surrogates, an emoji
+//   cut between two chunks) and titles with a NUL;
 // - `failing`: every request is a 500 whose message echoes the bearer key it
 //   was sent (as some servers do), so tests see that the key never reaches a
 //   client.
@@ -35,8 +37,11 @@ function replyText(body: Record<string, unknown>): string {
   return `Reply of ${String(body.model)} to "${words}" (${messages.length} messages).`
 }
 
-function stream(text: string, delayMs: number): Response {
-  const pieces = text.match(/\S+\s*/g) ?? [text]
+/** What a `hostile…` model streams: text no database column holds as it is. */
+const HOSTILE_PIECES = ['NUL:\u0000 ', 'lone:\ud800 ', 'low:\udc00 ', 'party:\ud83c', '\udf89 end.']
+
+function stream(text: string, delayMs: number, given?: string[]): Response {
+  const pieces = given ?? text.match(/\S+\s*/g) ?? [text]
   // A client that gives up (a timeout) cancels the stream: nothing more is written.
   let cancelled = false
   const body = new ReadableStream<Uint8Array>({
@@ -66,10 +71,15 @@ async function chat(request: Request): Promise<Response> {
       { error: { message: `The upstream model crashed (credential ${authorization ?? 'none'}).` } },
       { status: 500 },
     )
+  const hostile = String(body.model).startsWith('hostile')
   if (body.stream !== true)
-    return Response.json({ choices: [{ message: { role: 'assistant', content: 'A fake title' } }] })
+    return Response.json({
+      choices: [
+        { message: { role: 'assistant', content: hostile ? 'A\u0000 title' : 'A fake title' } },
+      ],
+    })
   const delayMs = Number(/-(\d+)ms$/.exec(String(body.model))?.[1] ?? chunkDelayMs)
-  return stream(replyText(body), delayMs)
+  return stream(replyText(body), delayMs, hostile ? HOSTILE_PIECES : undefined)
 }
 
 const server = Bun.serve({

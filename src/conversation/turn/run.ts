@@ -9,6 +9,7 @@ import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store
 import type { StoredMessage } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
+import { storableChunks } from '../model/storable-output.ts'
 import { contextForTurn } from '../reads/context.ts'
 import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
 import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
@@ -113,7 +114,8 @@ async function streamReply(
     contextInStep = true
     const request = await modelRequest(model, turn, context, instructions)
     const askedAt = performance.now()
-    for await (const chunk of model.provider.stream({ ...request, signal: run.signal })) {
+    const chunks = storableChunks(model.provider.stream({ ...request, signal: run.signal }))
+    for await (const chunk of chunks) {
       if (run.signal.aborted) break
       if (chunk === '') continue
       if (modelFirstChunkMs === undefined) {

@@ -7,6 +7,7 @@
 import { titleFrom } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import type { ModelProvider } from '../model/provider.ts'
+import { storableText } from '../model/storable-output.ts'
 import { readNaming, storeTitle } from '../sql/title-repository.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
@@ -53,7 +54,7 @@ async function modelTitle(
 ): Promise<string> {
   if (!provider.title) return ''
   try {
-    return titleFrom(await provider.title({ userText, replyText }))
+    return titleFrom(storableText(await provider.title({ userText, replyText })))
   } catch (error) {
     deps.warn('the model wrote no title; naming the conversation after its first message', error)
     return ''
