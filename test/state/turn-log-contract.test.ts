@@ -14,7 +14,7 @@ import {
   TurnLogMissingError,
   type TurnLogStore,
 } from '../../src/state/turn-log-store.ts'
-import { primariesOf, type RedisClient } from '../../src/storage/redis-connections.ts'
+import { isCluster, primariesOf, type RedisClient } from '../../src/storage/redis-connections.ts'
 import { uniqueName } from '../support/backends.ts'
 import { startFaultProxy, targetOf, throughProxy } from '../support/fault-proxy.ts'
 import {
@@ -53,43 +53,16 @@ function memoryBackend(): TurnLogBackend {
   }
 }
 
-function redisBackend(url: string): TurnLogBackend {
-  const prefix = `${uniqueName('turnlog')}:`
-  const client = new Redis(url)
-  const otherClient = new Redis(url)
-  const stores: TurnLogStore[] = []
-  const make = (redis: RedisClient, blockMs = 200) => {
-    const store = createRedisTurnLogs({
-      redis,
-      keyPrefix: prefix,
-      retentionMs: RETENTION_MS,
-      openTtlMs: OPEN_TTL_MS,
-      blockMs,
-    })
-    stores.push(store)
-    return store
-  }
-  return {
-    name: 'redis',
-    open: () => make(client),
-    openOther: (blockMs) => make(otherClient, blockMs),
-    redis: { client, prefix, url },
-    async cleanup() {
-      for (const store of stores) await store.close()
-      let cursor = '0'
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000)
-        if (keys.length > 0) await client.unlink(...keys)
-        cursor = next
-      } while (cursor !== '0')
-      await client.quit()
-      await otherClient.quit()
-    },
-  }
-}
-
-/** The Redis store on a Cluster (every key and script per slot, readers polling). */
-function clusterBackend(connect: () => RedisClient): TurnLogBackend {
+/**
+ * The Redis store on one server (`url`, whose tests also reach the server
+ * directly) or on a Cluster (every key and script per slot, readers polling):
+ * two clients, so a second store can act as another process.
+ */
+function redisStoreBackend(
+  name: 'redis' | 'redis cluster',
+  connect: () => RedisClient,
+  url?: string,
+): TurnLogBackend {
   const prefix = `${uniqueName('turnlog')}:`
   const client = connect()
   const otherClient = connect()
@@ -106,14 +79,19 @@ function clusterBackend(connect: () => RedisClient): TurnLogBackend {
     return store
   }
   return {
-    name: 'redis cluster',
+    name,
     open: () => make(client),
     openOther: (blockMs) => make(otherClient, blockMs),
+    ...(url && !isCluster(client) ? { redis: { client, prefix, url } } : {}),
     async cleanup() {
       for (const store of stores) await store.close()
       for (const node of primariesOf(client)) {
-        const keys = await node.keys(`${prefix}*`)
-        for (const key of keys) await node.unlink(key)
+        let cursor = '0'
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000)
+          for (const key of keys) await node.unlink(key)
+          cursor = next
+        } while (cursor !== '0')
       }
       await client.quit()
       await otherClient.quit()
@@ -128,10 +106,10 @@ const cluster = REDIS_DEPLOYMENTS_MISSING ? undefined : await sharedCluster()
 function turnLogBackends(): TurnLogBackend[] {
   const backends = [memoryBackend()]
   const url = process.env.TEST_REDIS_URL
-  if (url) backends.push(redisBackend(url))
+  if (url) backends.push(redisStoreBackend('redis', () => new Redis(url), url))
   if (cluster) {
     const connector = clusterConnector(cluster)
-    backends.push(clusterBackend(() => connector.connect()))
+    backends.push(redisStoreBackend('redis cluster', () => connector.connect()))
   }
   return backends
 }
