@@ -22,6 +22,7 @@ import {
 } from '../support/conversation-app.ts'
 import { sseReader } from '../support/sse-reader.ts'
 import { gatedModel } from '../support/test-models.ts'
+import { DETAIL_KEYS } from '../support/transfer.ts'
 
 const SEND = '/backend-api/f/conversation'
 const ROOT = 'client-created-root'
@@ -119,19 +120,7 @@ describeEachBackend({}, (t, backend) => {
       const user = newUser()
       const { cid, a1, a2 } = await twoTurns(user)
       const body = await detail(user, cid)
-      expect(Object.keys(body)).toEqual([
-        'id',
-        'conversation_id',
-        'title',
-        'create_time',
-        'update_time',
-        'current_node',
-        'default_model_slug',
-        'is_archived',
-        'moderation_results',
-        'messages',
-        'mapping',
-      ])
+      expect(Object.keys(body)).toEqual(DETAIL_KEYS)
       expect(body.current_node).toBe(a2.aid)
       expect(body.messages.map((m) => [m.id, m.parent_id])).toEqual([
         ['u1', null],

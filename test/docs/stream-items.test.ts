@@ -16,6 +16,7 @@ import {
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
+import { DETAIL_KEYS } from '../support/transfer.ts'
 
 interface Schema {
   title?: string
@@ -74,19 +75,7 @@ describeEachBackend({}, (t, backend) => {
       doc.paths['/backend-api/conversation/{conversation_id}']?.get?.responses['200']?.content?.[
         'application/json'
       ]?.schema
-    expect(Object.keys(detail?.properties ?? {})).toEqual([
-      'id',
-      'conversation_id',
-      'title',
-      'create_time',
-      'update_time',
-      'current_node',
-      'default_model_slug',
-      'is_archived',
-      'moderation_results',
-      'messages',
-      'mapping',
-    ])
+    expect(Object.keys(detail?.properties ?? {})).toEqual(DETAIL_KEYS)
   })
 
   test('every item of real streams matches exactly one item schema', async () => {

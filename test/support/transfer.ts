@@ -2,6 +2,7 @@
 // app.handle, the detail of a conversation, and a chatgpt.com-shaped export.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { MappingMessage } from '../../src/conversation/tree/mapping-message.ts'
 import { get, type TestApp } from './conversation-app.ts'
 
 export const EXPORT = '/backend-api/conversations/export'
@@ -18,19 +19,20 @@ export const CHATGPT_IDS = {
   empty: '0b1c2d3e-4f50-4617-8283-94a5b6c7d8e9',
 }
 
-export interface MappingMessage {
-  id: string
-  author: { role: string; name: string | null; metadata: Record<string, unknown> }
-  create_time: number
-  update_time: number
-  content: { content_type: string; parts?: string[]; [key: string]: unknown }
-  status: string
-  end_turn: boolean | null
-  weight: number
-  metadata: Record<string, unknown>
-  recipient: string
-  channel: string | null
-}
+/** The detail's keys, in the order it sends them (CONTRACT §17). */
+export const DETAIL_KEYS = [
+  'id',
+  'conversation_id',
+  'title',
+  'create_time',
+  'update_time',
+  'current_node',
+  'default_model_slug',
+  'is_archived',
+  'moderation_results',
+  'messages',
+  'mapping',
+]
 
 export interface Detail {
   id: string
