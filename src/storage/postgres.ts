@@ -2,9 +2,16 @@
 // connecting, each statement (including the wait for a pooled connection) and
 // each step of a transaction get `timeoutMs`, after which the caller gets a
 // DatabaseTimeoutError (unavailable, see isDatabaseUnavailable) instead of hanging
-// on a server that is stopped, frozen or unreachable. A statement that timed
-// out on its own is cancelled, so a merely slow one does not keep running; one
-// inside a transaction is not (see timedTransaction). While the
+// on a server that is stopped, frozen or unreachable. A statement is never
+// cancelled by a cancel request once it was handed to a connection: such a
+// request names the server process, not the statement, so when it arrives late
+// (a frozen server answers its queue at SIGCONT) it hits whatever that
+// connection runs then - another request's BEGIN or statement - and can leave
+// a pooled connection inside an aborted transaction that swallows the writes
+// of later requests. Postgres enforces the deadline itself instead: every
+// session runs with `statement_timeout` = the deadline, so a merely slow
+// statement ends on the server, and only a statement still waiting for a
+// pooled connection is withdrawn (which sends nothing). While the
 // server is down, the statement timing out is often the one a new connection
 // was opened for: postgres.js 3.4.9 then never gave that connection to the
 // pool, so once `max` statements had timed out that way in an outage the
@@ -24,23 +31,31 @@ export interface PostgresOptions {
 
 type Sql = postgres.Sql | postgres.TransactionSql
 
+/** Postgres ended the statement at statement_timeout (57014 is also a cancel request's code). */
+const isStatementTimeout = (error: unknown) =>
+  error instanceof postgres.PostgresError &&
+  error.code === '57014' &&
+  error.message.includes('statement timeout')
+
+/** A postgres.js query: `state` is set once a connection took it (postgres.js's own field). */
+type PendingQuery = PromiseLike<unknown> & { cancel(): unknown; state?: unknown }
+
 /**
- * Runs a postgres.js query with a deadline; on timeout onTimeout is told and,
- * when `cancel`, the query is cancelled.
+ * Runs a postgres.js query with a deadline; on timeout onTimeout is told and a
+ * query still waiting for a pooled connection leaves the queue. One a
+ * connection took is left to the server's statement_timeout (see the header).
  */
 function withDeadline<T>(
-  query: PromiseLike<unknown> & { cancel(): unknown },
+  query: PendingQuery,
   timeoutMs: number,
   onTimeout?: (error: DatabaseTimeoutError) => void,
-  cancel = true,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       const error = new DatabaseTimeoutError(timeoutMs)
       reject(error)
       onTimeout?.(error)
-      // A queued query leaves the queue; a running one gets a cancel request.
-      if (cancel) Promise.resolve(query.cancel()).catch(() => {})
+      if (!query.state) Promise.resolve(query.cancel()).catch(() => {})
     }, timeoutMs)
     query.then(
       (rows) => {
@@ -49,7 +64,8 @@ function withDeadline<T>(
       },
       (error: unknown) => {
         clearTimeout(timer)
-        reject(error)
+        // The server ended it at the same deadline: the caller sees one error for both.
+        reject(isStatementTimeout(error) ? new DatabaseTimeoutError(timeoutMs) : error)
       },
     )
   })
@@ -68,10 +84,13 @@ function queryable(
       const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
         prepare: true,
       })
-      return withDeadline<T[]>(query, timeoutMs, inTransaction?.onTimeout, !inTransaction)
+      return withDeadline<T[]>(query, timeoutMs, inTransaction?.onTimeout)
     },
-    // Scripts (migrations) may legitimately run long: no deadline.
+    // Scripts (migrations) may legitimately run long: no deadline, on the
+    // server either, for this transaction only.
     async exec(script: string) {
+      if (!inTransaction) throw new Error('postgres: exec runs inside a transaction')
+      await sql.unsafe('SET LOCAL statement_timeout = 0')
       await sql.unsafe(script)
     },
   }
@@ -144,13 +163,15 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
       ...(options.schema ? { search_path: `${options.schema},public` } : {}),
       // A backstop: a transaction left open by a client bug releases its locks.
       idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      // The server ends a statement past the deadline itself (see the header).
+      statement_timeout: timeoutMs,
     },
   })
   const base = queryable(sql, timeoutMs)
   return {
     kind: 'postgres',
     query: base.query,
-    exec: base.exec,
+    exec: (script) => timedTransaction(sql, timeoutMs, (tx) => tx.exec(script)),
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) => timedTransaction(sql, timeoutMs, fn),
     async ping() {
       await withDeadline(sql`select 1`, timeoutMs)
