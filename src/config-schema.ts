@@ -177,6 +177,8 @@ const variables = {
   TURN_LEASE_MS: integer(10_000, 100, 60_000),
   RESUME_RETENTION_MS: integer(900_000, 600_000, 86_400_000),
   SHUTDOWN_GRACE_MS: integer(30_000, 0, 300_000),
+  SHUTDOWN_DRAIN_MS: integer(5_000, 0, 300_000),
+  STORE_RECOVERY_MS: integer(30_000, 0, 600_000),
   SSE_KEEPALIVE_MS: integer(15_000, 10, 300_000),
   LOG_LEVEL: oneOf(LOG_LEVELS, 'info'),
   RATE_LIMIT_SENDS: integer(30, 0, 1_000_000),

@@ -95,6 +95,10 @@ export interface Config {
   resumeRetentionMs: number
   /** Longest time SIGTERM waits for running turns. */
   shutdownGraceMs: number
+  /** After SIGTERM, how long /ready answers 503 while everything is still served (part of the grace). */
+  shutdownDrainMs: number
+  /** How long a running turn, then its readers, wait for a store that failed mid-turn (CONTRACT §19). */
+  storeRecoveryMs: number
   /** Silence after which a stream gets a `: ping` comment. */
   sseKeepaliveMs: number
   logLevel: LogLevel
@@ -340,6 +344,8 @@ export function loadConfig(env: Env = process.env): Config {
     turnLeaseMs: e.TURN_LEASE_MS,
     resumeRetentionMs: e.RESUME_RETENTION_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    storeRecoveryMs: e.STORE_RECOVERY_MS,
     sseKeepaliveMs: e.SSE_KEEPALIVE_MS,
     logLevel: e.LOG_LEVEL,
     rateLimit: {

@@ -310,10 +310,14 @@ export async function openDependencies(
       stops: state.stops,
       leaseMs: config.turnLeaseMs,
       maxConversations: config.maxRunningConversations,
+      storeRecoveryMs: config.storeRecoveryMs,
       warn: warnTo(log),
       observer: conversationObserver(log, metrics),
     })
-    onClose(() => conversations.close(config.shutdownGraceMs))
+    // The entry point closes it first, within the shutdown's budget; this answers as that did.
+    onClose(async () => {
+      await conversations.close(config.shutdownGraceMs)
+    })
     conversations.startRecovery()
     const readiness = createReadiness(storeChecks({ db, cache, state }))
     return { config, db, cache, state, conversations, rateLimits, readiness, ...observed }

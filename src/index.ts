@@ -1,13 +1,16 @@
 // Entry point: configuration -> logger and metrics -> dependencies -> app ->
 // listen. A bad setting, a locked DATA_DIR or a port another process holds
 // stops it at once with one line on stderr. On SIGTERM or SIGINT it reports
-// itself not ready, stops accepting, lets running turns finish
-// (SHUTDOWN_GRACE_MS), closes its pools and exits 0.
+// itself not ready while it still serves (SHUTDOWN_DRAIN_MS), stops accepting,
+// lets running turns finish (SHUTDOWN_GRACE_MS, the drain included), stops
+// the rest, ends every open stream, closes its pools and exits 0 - within the
+// grace and a fixed margin whatever the stores do (shutdown-plan.ts).
 import { createApp } from './app.ts'
 import { type Config, ConfigError, loadConfig } from './config.ts'
 import { nearCacheMode, openDependencies } from './dependencies.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
+import { shutdownPlan } from './shutdown-plan.ts'
 import { checkPortFree, listenFailure, openUrls } from './startup.ts'
 import { DataDirLockedError } from './storage/data-dir-lock.ts'
 
@@ -80,10 +83,27 @@ async function main() {
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
+    const plan = shutdownPlan(config)
+    // Whatever a store does (frozen, dead, gone), the process is gone by then.
+    const hardStop = setTimeout(() => {
+      log.warn({ signal, afterMs: plan.hardStopMs }, 'shutdown: stores did not close in time; exiting')
+      log.flush()
+      process.exit(0)
+    }, plan.hardStopMs)
+    hardStop.unref?.()
     deps.readiness.shutDown()
-    log.info({ signal }, 'shutting down')
+    log.info({ signal, drainMs: plan.drainMs }, 'shutting down: not ready, still serving')
+    // Load balancers take a moment to stop sending here (a Kubernetes rollout
+    // removes endpoints seconds after SIGTERM): serve until then.
+    await new Promise((resolve) => setTimeout(resolve, plan.drainMs))
     // Stop accepting; open streams keep going until their turns end.
     server?.stop(false)
+    const left = (await deps.conversations?.close(plan.turnsMs, plan.stopMs)) ?? []
+    if (left.length > 0)
+      log.warn(
+        { turns: left },
+        'shutdown: these turns could not be stored in time; another instance takes them over',
+      )
     await deps
       .close()
       .catch((error: unknown) => log.error({ error: String(error) }, 'close failed'))

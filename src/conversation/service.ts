@@ -30,6 +30,7 @@ import type { SendAction } from './turn/placement.ts'
 import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner } from './turn/runner.ts'
+import { readTurnStream } from './turn/stream-reader.ts'
 
 export interface ConversationServiceOptions {
   db: Db
@@ -45,8 +46,12 @@ export interface ConversationServiceOptions {
   leaseMs: number
   /** Most conversations this process runs turns for at once; past it a send is refused as `busy`. */
   maxConversations: number
-  /** With in-process logs: how often a streaming reply is saved to the database. */
+  /** How often a streaming reply's row is touched (its heartbeat) and, with in-process logs, its text saved; default a third of a lease, at most 1 s. */
   checkpointMs?: number
+  /** How long a running turn, and then its readers, wait for a store that failed mid-turn (default 30 s). */
+  storeRecoveryMs?: number
+  /** How often a reader whose log is silent asks whether it still answers (default 1 s). */
+  readerCheckMs?: number
   /** How long a delete waits for the turns it stopped to end (default 5 s). */
   deleteStopWaitMs?: number
   newId?: () => string
@@ -109,6 +114,17 @@ export function createConversationService(options: ConversationServiceOptions) {
   const observer = options.observer ?? silentObserver
   const newId = options.newId ?? randomUUID
   const { db, logs } = options
+  const storeRecoveryMs = options.storeRecoveryMs ?? 30_000
+  /** Aborted once the runner has closed: readers still open end with their own last items. */
+  const stopping = new AbortController()
+  const readerOptions = {
+    // Past the runner's own wait, so the runner's ending is what readers get when there is one.
+    recoveryMs: storeRecoveryMs + options.leaseMs,
+    checkMs: options.readerCheckMs ?? 1_000,
+    stopping: stopping.signal,
+  }
+  let openReaders = 0
+  let readersGone: (() => void) | undefined
   const models = options.models ?? (options.model && singleModelCatalogue(options.model))
   if (!models) throw new Error('createConversationService: models (or a model) are required')
   const instructions = createInstructionsStore({ db, cache: options.cache, warn })
@@ -122,9 +138,13 @@ export function createConversationService(options: ConversationServiceOptions) {
     newId,
     warn,
     observer,
-    ...(logs.durable
-      ? {}
-      : { checkpoints: createReplyCheckpoints(db, options.checkpointMs ?? 1_000, warn) }),
+    checkpoints: createReplyCheckpoints(
+      db,
+      options.checkpointMs ?? Math.max(10, Math.min(1_000, Math.floor(options.leaseMs / 3))),
+      warn,
+      !logs.durable,
+    ),
+    storeRecoveryMs,
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
@@ -146,15 +166,19 @@ export function createConversationService(options: ConversationServiceOptions) {
     return accepted
   }
 
-  const streamOf = (messageId: string, offset: number): TurnStream => ({
-    read: (signal) => observed(logs.read(messageId, offset, signal)),
+  const streamOf = (
+    turn: { conversationId: string; messageId: string },
+    offset: number,
+  ): TurnStream => ({
+    read: (signal) => observed(readTurnStream(logs, turn, offset, signal, readerOptions)),
   })
 
-  /** A stream's items, counted for the observer while it is open. */
+  /** A stream's items, counted for the observer (and for shutdown) while it is open. */
   async function* observed(
     batches: AsyncGenerator<readonly string[]>,
   ): AsyncGenerator<readonly string[]> {
     observer.streamOpened()
+    openReaders++
     try {
       for await (const batch of batches) {
         observer.streamItems(batch.length)
@@ -162,8 +186,11 @@ export function createConversationService(options: ConversationServiceOptions) {
       }
     } finally {
       observer.streamClosed()
+      if (--openReaders === 0) readersGone?.()
     }
   }
+
+  let closing: Promise<string[]> | undefined
 
   async function requireOwn(userId: string, conversationId: string) {
     if (!(await isOwnConversation(db, conversationId, userId)))
@@ -234,7 +261,7 @@ export function createConversationService(options: ConversationServiceOptions) {
         turn.inputs,
         lease && { lease, ...(turn.claimed ? { claimed: turn.claimed } : {}) },
       )
-      return streamOf(turn.messageId, 0)
+      return streamOf(turn, 0)
     },
 
     /**
@@ -255,7 +282,7 @@ export function createConversationService(options: ConversationServiceOptions) {
         throw notFound('This stream is no longer available.')
       if (info.finished && request.offset > info.length)
         throw invalid(`The field "offset" is past the end of the stream (${info.length} items).`)
-      return streamOf(claims.messageId, request.offset)
+      return streamOf(claims, request.offset)
     },
 
     /**
@@ -331,10 +358,26 @@ export function createConversationService(options: ConversationServiceOptions) {
     /** Resolves when this process runs no turn (tests). */
     whenIdle: () => runner.whenIdle(),
 
-    /** Waits up to graceMs for running turns, then stops what is left (stored as interrupted). */
-    close: async (graceMs = 0) => {
-      await runner.close(graceMs)
-      deps.checkpoints?.close()
+    /**
+     * Waits up to graceMs for running turns, then stops what is left (stored
+     * as interrupted) and waits up to stopMs for that; then every stream still
+     * open ends with its own last items (stream-reader.ts), waited for up to
+     * stopMs. Resolves with the turns still running, left for a takeover.
+     * Called again, it answers as the first call.
+     */
+    close: (graceMs = 0, stopMs = 1_000): Promise<string[]> => {
+      closing ??= (async () => {
+        const left = await runner.close(graceMs, stopMs)
+        stopping.abort()
+        if (openReaders > 0)
+          await new Promise<void>((resolve) => {
+            readersGone = resolve
+            setTimeout(resolve, stopMs).unref?.()
+          })
+        deps.checkpoints?.close()
+        return left
+      })()
+      return closing
     },
   }
 }

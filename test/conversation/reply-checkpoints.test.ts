@@ -85,7 +85,7 @@ for (const backend of appBackends())
         ['two', 'in_progress', 1],
       ])
       const warnings: string[] = []
-      const checkpoints = createReplyCheckpoints(db, 20, (message) => warnings.push(message))
+      const checkpoints = createReplyCheckpoints(db, 20, (message) => warnings.push(message), true)
       try {
         for (const text of ['a', 'ab', 'abc'])
           checkpoints.update({ conversationId, messageId: 'one', token: 1, text })
@@ -120,7 +120,7 @@ test('a save that fails is reported, and the next tick saves the newer text', as
     },
   } as unknown as Db
   const warnings: string[] = []
-  const checkpoints = createReplyCheckpoints(db, 10, (message) => warnings.push(message))
+  const checkpoints = createReplyCheckpoints(db, 10, (message) => warnings.push(message), true)
   try {
     checkpoints.update({ conversationId: randomUUID(), messageId: 'm', token: 1, text: 'first' })
     await eventually(async () => warnings.length === 1)

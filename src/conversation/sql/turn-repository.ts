@@ -212,12 +212,16 @@ export interface TurnClaim {
 /**
  * Claims the conversation's oldest unfinished turn for the holder of `token`,
  * in one statement (finding, locking and claiming it, and seeing whether more
- * follow); undefined when no turn is unfinished.
+ * follow); undefined when no turn is unfinished. A turn an earlier runner
+ * claimed is taken only when its row has not been touched for `staleMs`: its
+ * runner checkpoints it every tick while it lives (reply-checkpoints.ts), so a
+ * live runner whose lease the turn state lost keeps its turn.
  */
 export async function claimNextTurn(
   db: Queryable,
   conversationId: string,
   token: number,
+  staleMs: number,
 ): Promise<NextTurn | undefined> {
   const rows = await db.query<
     TurnRow & {
@@ -229,11 +233,13 @@ export async function claimNextTurn(
     }
   >(
     `WITH next AS (
-       SELECT seq, run_token FROM messages
+       SELECT seq, run_token, updated_at FROM messages
         WHERE conversation_id = $1 AND status = 'in_progress' ORDER BY seq LIMIT 1 FOR UPDATE),
      claimed AS (
-       UPDATE messages m SET run_token = $2 FROM next
-        WHERE m.seq = next.seq AND (next.run_token IS NULL OR next.run_token < $2)
+       UPDATE messages m SET run_token = $2, updated_at = now() FROM next
+        WHERE m.seq = next.seq
+          AND (next.run_token IS NULL
+               OR (next.run_token < $2 AND next.updated_at < now() - $3 * interval '1 millisecond'))
         RETURNING m.seq)
      SELECT ${TURN_COLUMNS}, m.run_token::text AS previous, m.content, m.stop_requested,
             EXISTS (SELECT 1 FROM claimed) AS claimed,
@@ -241,7 +247,7 @@ export async function claimNextTurn(
                      WHERE later.conversation_id = $1 AND later.status = 'in_progress'
                        AND later.seq > next.seq) AS more
        FROM next JOIN messages m ON m.seq = next.seq JOIN conversations c ON c.id = m.conversation_id`,
-    [conversationId, token],
+    [conversationId, token, staleMs],
   )
   const row = rows[0]
   if (!row) return undefined
@@ -272,24 +278,26 @@ export async function requestStop(db: Queryable, turn: QueuedTurn): Promise<bool
   return rows.length === 1
 }
 
-/** A running reply's text so far, under the fencing token of the runner that writes it. */
+/** A running reply, under the fencing token of the runner that writes it, with its text so far. */
 export interface ReplyCheckpoint {
   conversationId: string
   messageId: string
   token: number
-  text: string
+  /** Absent: the row is only touched (the runner's heartbeat), its content kept. */
+  text?: string
 }
 
 /**
- * Saves the text so far of several running replies in one statement (reply
- * checkpoints); a reply no longer in progress under that token is left as it is.
+ * Touches several running replies in one statement (reply checkpoints),
+ * saving the text of those that carry one; a reply no longer in progress
+ * under that token is left as it is.
  */
 export async function checkpointReplies(
   db: Queryable,
   checkpoints: readonly ReplyCheckpoint[],
 ): Promise<void> {
   await db.query(
-    `UPDATE messages m SET content = c.content, updated_at = now()
+    `UPDATE messages m SET content = COALESCE(c.content, m.content), updated_at = now()
        FROM jsonb_to_recordset($1::text::jsonb)
             AS c(conversation_id uuid, id text, token bigint, content jsonb)
       WHERE m.conversation_id = c.conversation_id AND m.id = c.id
@@ -300,7 +308,7 @@ export async function checkpointReplies(
           conversation_id: checkpoint.conversationId,
           id: checkpoint.messageId,
           token: checkpoint.token,
-          content: textContent(checkpoint.text),
+          content: checkpoint.text === undefined ? null : textContent(checkpoint.text),
         })),
       ),
     ],

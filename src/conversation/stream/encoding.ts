@@ -86,8 +86,19 @@ export const completionItem = (finish: FinishType): StreamItem => {
   })
 }
 
-/** Why a stream carries an error item: the model failed, the reply could not be stored, or its runner died. */
-export type StreamErrorCode = 'model_error' | 'storage_error' | 'interrupted'
+/**
+ * Why a stream carries an error item: the model failed; the reply could not be
+ * stored; its runner died; the turn state (Redis) or the database did not
+ * answer in time mid-turn (CONTRACT §19); or the server failed in a way that
+ * is none of these.
+ */
+export type StreamErrorCode =
+  | 'model_error'
+  | 'storage_error'
+  | 'interrupted'
+  | 'state_unavailable'
+  | 'storage_unavailable'
+  | 'server_error'
 
 export const errorItem = (
   conversationId: string,
@@ -113,6 +124,9 @@ export const streamCompleteItem = (conversationId: string): StreamItem =>
   data({ type: 'message_stream_complete', conversation_id: conversationId })
 
 export const doneItem = (): StreamItem => ({ data: '[DONE]' })
+
+/** The last frame of every stream (doneItem, encoded). */
+export const DONE_FRAME = 'data: [DONE]\n\n'
 
 /**
  * The reply text carried by a turn's frames: its append items' chunks, in

@@ -23,8 +23,14 @@ export interface TurnDeps {
   warn: (message: string, error: unknown) => void
   /** Told when turns start and end (logs, metrics). */
   observer: ConversationObserver
-  /** With logs that die with the process: where running replies' text goes, saved every tick. */
+  /**
+   * Every running reply of this process, saved each tick: the row's heartbeat
+   * (a live runner's turn is never taken over) and, with logs that die with
+   * the process, its text.
+   */
   checkpoints?: ReplyCheckpoints
+  /** How long a running turn waits for a store that failed mid-turn before it ends (CONTRACT §19). */
+  storeRecoveryMs: number
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   titleGenerationItem,
 } from '../stream/encoding.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
+import { isTurnLogFault } from './log-restore.ts'
 import type { TurnReport } from './observer.ts'
 import { firstTurnTitle } from './title.ts'
 
@@ -42,6 +43,12 @@ export interface TurnEnding {
    * left it half updated) and the next turn rebuilds it.
    */
   contextInStep: boolean
+  /**
+   * The runner's way to write back a log the turn state lost (reply-log.ts):
+   * when the stream's last items find the store failed, the log is restored
+   * and they are written again, so readers get the real ending.
+   */
+  restoreLog?: () => Promise<boolean>
   /** What the runner measured while streaming, for the turn's log line and metrics. */
   stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
 }
@@ -108,12 +115,37 @@ export async function finishTurn(
     askModel: finish === 'stop',
     storedTitle,
   })
-  try {
-    await endStream(deps.logs, turn, token, { finish, error, title })
-  } catch (cause) {
-    if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
-  }
+  await endStreamOnce(deps, turn, token, { finish, error, title }, ending.restoreLog)
   return outcome
+}
+
+/** Ends the stream; after a store fault, once more on the restored log. Never throws. */
+async function endStreamOnce(
+  deps: TurnDeps,
+  turn: QueuedTurn,
+  token: number,
+  streamEnding: StreamEnding,
+  restoreLog: (() => Promise<boolean>) | undefined,
+): Promise<void> {
+  try {
+    await endStream(deps.logs, turn, token, streamEnding)
+    return
+  } catch (cause) {
+    if (cause instanceof TurnLogFencedError) return
+    if (!restoreLog || !isTurnLogFault(cause)) {
+      deps.warn('could not end the turn log', cause)
+      return
+    }
+    deps.warn('the turn state failed as the stream ended; the log is written back', cause)
+  }
+  const restored = await restoreLog().catch(() => false)
+  if (!restored) {
+    deps.warn('could not end the turn log: the turn state did not answer in time', undefined)
+    return
+  }
+  await endStream(deps.logs, turn, token, streamEnding).catch((cause: unknown) => {
+    if (!(cause instanceof TurnLogFencedError)) deps.warn('could not end the turn log', cause)
+  })
 }
 
 /** What a stream's last items say: how the reply ended, why it failed, the first turn's title. */

@@ -1,41 +1,62 @@
-// Checkpoints of the replies this process streams while its turn logs die with
-// it (the embedded default, durable: false): every intervalMs the text of each
-// running reply that grew since its last checkpoint is saved to its row, all
-// of them in one statement, so a thousand streams cost one UPDATE a tick
-// rather than one each (measured by bench/harness's many-streams scenario).
-// A crash loses at most a tick of text: recover.ts keeps what the row holds.
-// A checkpoint only lands on a row still in progress under the runner's
-// fencing token, so one that arrives after the final write changes nothing.
+// Checkpoints of the replies this process is streaming: every intervalMs each
+// running reply's row is touched, all of them in one statement, so a thousand
+// streams cost one UPDATE a tick rather than one each (measured by
+// bench/harness's many-streams scenario). The touch is the runner's heartbeat:
+// a turn whose row was touched within a lease is never taken over
+// (claimNextTurn), so a live runner keeps its turn when the turn state loses
+// its lease (Redis restarted empty, flushed). With turn logs that die with the
+// process (the embedded default, `withText`) the touch also saves the text
+// that grew since the last one: a crash loses at most a tick of text, and
+// recover.ts keeps what the row holds. A checkpoint only lands on a row still
+// in progress under the runner's fencing token, so one that arrives after the
+// final write changes nothing.
 import type { Db } from '../../storage/db.ts'
 import { checkpointReplies, type ReplyCheckpoint } from '../sql/turn-repository.ts'
 
 export interface ReplyCheckpoints {
-  /** The text a running reply has in its log now; saved at the next tick unless replaced. */
+  /** A running reply and the text its log holds now; touched (and saved) at every tick until forgotten. */
   update(checkpoint: ReplyCheckpoint): void
-  /** The reply ended (its final write stores it whole): nothing more of it is saved. */
+  /** The reply ended (its final write stores it whole): its row is not touched again. */
   forget(messageId: string): void
   /** Stops the ticks; what was not saved yet is not. */
   close(): void
+}
+
+interface Running {
+  checkpoint: ReplyCheckpoint
+  /** The text changed since the last tick saved it. */
+  changed: boolean
 }
 
 export function createReplyCheckpoints(
   db: Db,
   intervalMs: number,
   warn: (message: string, error: unknown) => void,
+  withText: boolean,
 ): ReplyCheckpoints {
-  /** The newest text of each reply not yet saved, by message id. */
-  let pending = new Map<string, ReplyCheckpoint>()
+  const running = new Map<string, Running>()
   let saving = false
   let timer: ReturnType<typeof setInterval> | undefined
 
   async function save() {
-    if (saving || pending.size === 0) return
-    const batch = [...pending.values()]
-    pending = new Map()
+    if (saving) return
+    if (running.size === 0) {
+      clearInterval(timer)
+      timer = undefined
+      return
+    }
+    const batch: ReplyCheckpoint[] = []
+    for (const reply of running.values()) {
+      const { text, ...row } = reply.checkpoint
+      batch.push(withText && reply.changed ? reply.checkpoint : row)
+      reply.changed = false
+    }
     saving = true
     try {
       await checkpointReplies(db, batch)
     } catch (error) {
+      // Not saved: sent again at the next tick.
+      if (withText) for (const reply of running.values()) reply.changed = true
       warn('could not checkpoint the replies', error)
     } finally {
       saving = false
@@ -44,18 +65,22 @@ export function createReplyCheckpoints(
 
   return {
     update(checkpoint) {
-      pending.set(checkpoint.messageId, checkpoint)
+      const reply = running.get(checkpoint.messageId)
+      if (reply) {
+        reply.changed ||= reply.checkpoint.text !== checkpoint.text
+        reply.checkpoint = checkpoint
+      } else running.set(checkpoint.messageId, { checkpoint, changed: !!checkpoint.text })
       if (timer) return
       timer = setInterval(() => void save(), intervalMs)
       timer.unref?.()
     },
     forget(messageId) {
-      pending.delete(messageId)
+      running.delete(messageId)
     },
     close() {
       clearInterval(timer)
       timer = undefined
-      pending.clear()
+      running.clear()
     },
   }
 }

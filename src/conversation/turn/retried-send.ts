@@ -47,10 +47,16 @@ type RetryDeps = { db: Queryable; logs: TurnLogStore }
  * id before but this is not a retry (or the stream is gone), undefined when
  * the user never sent that id.
  */
+/** The turn whose stream answers a retried send. */
+export interface OriginalTurn {
+  conversationId: string
+  messageId: string
+}
+
 async function storedOriginal(
   deps: RetryDeps,
   send: RefusedSend,
-): Promise<string | DomainError | undefined> {
+): Promise<OriginalTurn | DomainError | undefined> {
   const id = send.messages[0]?.id
   // A variant stores no message: answering one again is never a retry.
   if (send.action !== 'next' || id === undefined) return undefined
@@ -66,7 +72,7 @@ async function storedOriginal(
       `A message with id "${id}" was already sent and its reply is stored in conversation ` +
         `${sent.conversationId}; its stream is no longer kept.`,
     )
-  return sent.replyId
+  return { conversationId: sent.conversationId, messageId: sent.replyId }
 }
 
 /**
@@ -80,7 +86,7 @@ export async function originalOfRetry(
   deps: RetryDeps,
   send: RefusedSend,
   refusal: unknown,
-): Promise<string> {
+): Promise<OriginalTurn> {
   if (!(refusal instanceof DomainError && refusal.kind === 'conflict')) throw refusal
   const original = await storedOriginal(deps, send)
   if (original === undefined) throw refusal
@@ -102,7 +108,7 @@ export async function isRetriedSend(
   if (send === undefined) return false
   // Unable to tell (the database is away): not a retry, refused as any send past the limit.
   const original = await storedOriginal(deps, send).catch(() => undefined)
-  return typeof original === 'string'
+  return original !== undefined && !(original instanceof DomainError)
 }
 
 /** The send a raw body describes, when it is well-formed enough to be a retry. */

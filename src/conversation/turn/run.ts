@@ -6,6 +6,7 @@
 // tick of the reply checkpoints (reply-checkpoints.ts), so a crash loses at
 // most a tick of text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
+import { isDatabaseUnavailable } from '../../storage/db.ts'
 import type { StoredMessage } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
@@ -15,10 +16,17 @@ import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-reposit
 import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
-import { createLogWriter } from './log-writer.ts'
+import { isTurnLogFault } from './log-restore.ts'
 import { modelRequest, userInstructions } from './model-request.ts'
 import { openTurnLog } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
+import { createReplyLog, prefixOf, StateFaultError } from './reply-log.ts'
+
+const STATE_FAULT_DETAIL =
+  'The turn state store did not answer in time; the reply stops here. The text so far is kept.'
+const STORAGE_FAULT_DETAIL =
+  'The database did not answer in time; the reply stops here. The text so far is kept.'
+const SERVER_FAULT_DETAIL = 'The reply failed on the server. The text so far is kept.'
 
 /** Why a running turn was aborted: a user's stop, a shutdown, or the lease was lost. */
 export type AbortReason = 'stop' | 'shutdown' | 'lost'
@@ -73,15 +81,7 @@ async function reopenLog(
   inputs: readonly StoredMessage[],
   token: number,
 ): Promise<void> {
-  await openTurnLog(deps, turn.userId, {
-    conversationId: turn.conversationId,
-    messageId: turn.messageId,
-    createTime: turn.createTime,
-    modelSlug: turn.metadata.model_slug,
-    parentId: turn.metadata.parent_id,
-    messageType: turn.metadata.message_type ?? 'next',
-    inputs,
-  })
+  await openTurnLog(deps, turn.userId, prefixOf(turn, inputs))
   await deps.logs.claim(turn.messageId, token)
 }
 
@@ -92,14 +92,12 @@ async function streamReply(
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
-  const writer = createLogWriter(deps.logs, messageId, run.token)
+  const log = createReplyLog(deps, turn, run, inputs)
   deps.observer.turnStarted(turn)
   const startedAt = performance.now()
   let modelFirstChunkMs: number | undefined
   let firstItemMs: number | undefined
   let items = 0
-  // The reply as stored in the log so far: what is kept when the turn ends early.
-  let text = ''
   let ending: Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'>
   let contextInStep = false
   try {
@@ -122,40 +120,63 @@ async function streamReply(
         modelFirstChunkMs = performance.now() - askedAt
         // createTime is when the send was accepted, on whichever instance.
         firstItemMs = Math.max(0, Date.now() - turn.createTime * 1000)
-        await writer.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
+        await log.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
       }
       items++
-      await writer.write(appendFrame(chunk), () => {
-        text += chunk
-        deps.checkpoints?.update({ conversationId, messageId, token: run.token, text })
-      })
+      await log.write(appendFrame(chunk), chunk)
     }
-    await writer.settle()
+    await log.settle()
     ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
   } catch (error) {
-    // Appends still in flight land (or fail) before the ending is written.
-    const failure = await writer.settle().then(
-      () => undefined,
-      (cause: unknown) => cause,
-    )
-    if (error instanceof TurnLogFencedError || failure instanceof TurnLogFencedError) return false
-    if (run.signal.aborted) ending = { finish: 'interrupted' }
-    else {
-      if (!(error instanceof ModelError)) deps.warn('turn failed before the reply finished', error)
-      const detail = error instanceof ModelError ? error.detail : 'The model failed to answer.'
-      ending = { finish: 'error', error: { code: 'model_error', detail } }
+    // Appends still in flight land (or fail, and are written back) before
+    // the ending is written; a log that could not be written back is not tried twice.
+    const failure =
+      error instanceof StateFaultError
+        ? undefined
+        : await log.settle().then(
+            () => undefined,
+            (cause: unknown) => cause,
+          )
+    if (error instanceof TurnLogFencedError || failure instanceof TurnLogFencedError) {
+      log.forget()
+      return false
     }
-  } finally {
-    deps.checkpoints?.forget(messageId)
+    ending = failedEnding(deps, error, run.signal)
   }
-  // A runner that lost its lease leaves the turn to the new owner.
-  if (run.signal.reason === 'lost') return false
+  // A runner that lost its turn leaves it to the new owner.
+  if (run.signal.reason === 'lost') {
+    log.forget()
+    return false
+  }
   const outcome = await finishTurn(deps, turn, run.token, {
-    text,
+    text: log.text(),
     ...ending,
     hasLog: true,
     contextInStep,
+    restoreLog: log.restore,
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
   })
+  log.forget()
   return turnIsOver(outcome)
+}
+
+/** How a turn that threw ends, named after what failed: the model, a store, or the server. */
+function failedEnding(
+  deps: TurnDeps,
+  error: unknown,
+  signal: AbortSignal,
+): Omit<TurnEnding, 'text' | 'hasLog' | 'contextInStep'> {
+  if (signal.aborted) return { finish: 'interrupted' }
+  if (error instanceof ModelError)
+    return { finish: 'error', error: { code: 'model_error', detail: error.detail } }
+  if (error instanceof StateFaultError || isTurnLogFault(error)) {
+    deps.warn('the turn state failed mid-turn; the reply is kept as streamed', error)
+    return { finish: 'error', error: { code: 'state_unavailable', detail: STATE_FAULT_DETAIL } }
+  }
+  if (isDatabaseUnavailable(error)) {
+    deps.warn('the database failed mid-turn; the reply is kept as streamed', error)
+    return { finish: 'error', error: { code: 'storage_unavailable', detail: STORAGE_FAULT_DETAIL } }
+  }
+  deps.warn('turn failed before the reply finished', error)
+  return { finish: 'error', error: { code: 'server_error', detail: SERVER_FAULT_DETAIL } }
 }

@@ -97,7 +97,7 @@ export function createTurnRunner(deps: RunnerDeps) {
       }
       while (!closing && !drive.lost && (more || drive.pending)) {
         drive.pending = false
-        const next = await claimNextTurn(deps.db, conversationId, lease.token)
+        const next = await claimNextTurn(deps.db, conversationId, lease.token, deps.leaseMs)
         if (!next) break
         // The oldest turn belongs to a newer lease holder: not this runner's queue any more.
         if (!next.claim) return false
@@ -173,9 +173,11 @@ export function createTurnRunner(deps: RunnerDeps) {
         if (!lease || drive.lost) continue
         deps.leases.renew(lease, deps.leaseMs).then(
           (held) => {
-            if (held) return
-            drive.lost = true
-            abortTurn(drive, 'lost')
+            // The lease is gone (taken, or lost with the turn state): no next
+            // turn starts here. The running one goes on - its row's heartbeat
+            // keeps it from being taken over while this process lives, and
+            // the log's and the row's fences stop it if it was.
+            if (!held) drive.lost = true
           },
           (error) => deps.warn('could not renew a lease', error),
         )
@@ -278,15 +280,24 @@ export function createTurnRunner(deps: RunnerDeps) {
       return drives.size
     },
     whenIdle,
-    /** Stops taking turns; waits up to graceMs for running ones, then stops them (stored as interrupted). */
-    async close(graceMs: number): Promise<void> {
+    /**
+     * Stops taking turns; waits up to graceMs for running ones, then stops
+     * them (stored as interrupted) and waits up to stopMs more for that.
+     * Resolves with the turns still running then: left unfinished, for the
+     * takeover of another instance (or of this one restarted).
+     */
+    async close(graceMs: number, stopMs: number): Promise<string[]> {
       closing = true
       clearInterval(sweeper)
-      const timeout = new Promise((resolve) => setTimeout(resolve, graceMs).unref?.())
-      await Promise.race([whenIdle(), timeout])
+      const within = (ms: number) =>
+        new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
+      await Promise.race([whenIdle(), within(graceMs)])
       for (const drive of drives.values()) abortTurn(drive, 'shutdown')
-      await whenIdle()
+      await Promise.race([whenIdle(), within(stopMs)])
       clearInterval(renewals)
+      return [...drives.values()].flatMap((drive) =>
+        drive.current ? [drive.current.messageId] : [],
+      )
     },
   }
 }
