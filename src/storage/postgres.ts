@@ -171,7 +171,18 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
   return {
     kind: 'postgres',
     query: base.query,
-    exec: (script) => timedTransaction(sql, timeoutMs, (tx) => tx.exec(script)),
+    // Scripts (migrations, VACUUM) may legitimately run long: no deadline, on
+    // the server either, for this script only (RESET restores the session's).
+    async exec(script) {
+      const reserved = await sql.reserve()
+      try {
+        await reserved.unsafe('SET statement_timeout = 0')
+        await reserved.unsafe(script)
+      } finally {
+        await reserved.unsafe('RESET statement_timeout').catch(() => {})
+        reserved.release()
+      }
+    },
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) => timedTransaction(sql, timeoutMs, fn),
     async ping() {
       await withDeadline(sql`select 1`, timeoutMs)
