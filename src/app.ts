@@ -12,7 +12,7 @@ import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
 import { createAuthenticator } from './http/auth.ts'
-import { bodyLimit } from './http/body-limit.ts'
+import { bodyLimitWith, MAX_BODY_BYTES } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
 import { errorHandlerWith } from './http/error-handler.ts'
 import { inputGuard } from './http/input-guard.ts'
@@ -63,7 +63,12 @@ export function createApp(deps: AppDeps) {
     .use(responseHeaders)
     .use(errorHandlerWith(log))
     .use(corsPlugin(config.corsOrigins))
-    .use(bodyLimit)
+    .use(
+      bodyLimitWith({
+        timeoutMs: config.bodyTimeoutMs,
+        largestBodyBytes: Math.max(MAX_BODY_BYTES, config.importMaxBytes),
+      }),
+    )
     .use(opsRoutes({ readiness, metrics, adminToken: config.adminToken }))
     .use(inputGuard)
     .use(docsPlugin({ variant: config.variant }))

@@ -85,6 +85,12 @@ FormatRegistry.Set('conduit-key-prefix', isRolePrefix)
 FormatRegistry.Set('conduit-database-url', urlWithScheme(['postgres:', 'postgresql:', 'memory:']))
 FormatRegistry.Set('conduit-redis-url', (value) => value === 'memory://' || isRedisUrl(value))
 FormatRegistry.Set('conduit-http-url', urlWithScheme(['http:', 'https:']))
+/** An HS256 key of at least 32 bytes (RFC 7518 §3.2: no shorter than the hash's 256 bits). */
+export const MIN_JWT_SECRET_BYTES = 32
+FormatRegistry.Set(
+  'conduit-jwt-secret',
+  (value) => Buffer.byteLength(value, 'utf8') >= MIN_JWT_SECRET_BYTES,
+)
 
 /** A whole number from min to max. */
 const integer = (fallback: number, minimum: number, maximum: number) =>
@@ -165,7 +171,14 @@ const variables = {
   MODELS_FILE: text({ expected: 'a file name' }),
   MODEL_TIMEOUT_MS: integer(60_000, 1, 3_600_000),
   LOCAL_MODEL_CHUNK_DELAY_MS: integer(20, 0, 60_000),
-  AUTH_JWT_SECRET: text({ sensitive: true }),
+  // A short HMAC key can be guessed offline from any one token it signed.
+  AUTH_JWT_SECRET: Type.Optional(
+    Type.String({
+      format: 'conduit-jwt-secret',
+      expected: `at least ${MIN_JWT_SECRET_BYTES} bytes (for example: openssl rand -hex 32)`,
+      sensitive: true,
+    }),
+  ),
   RESUME_TOKEN_SECRET: text({ sensitive: true }),
   CORS_ORIGINS: text(),
   ADMIN_TOKEN: text({ sensitive: true }),
@@ -188,6 +201,7 @@ const variables = {
   DATABASE_TIMEOUT_MS: integer(2_000, 100, 600_000),
   NEAR_CACHE_MAX_BYTES: integer(16 * 2 ** 20, 0, 2 ** 34),
   IMPORT_MAX_BYTES: integer(DEFAULT_IMPORT_MAX_BYTES, 1024, 2 ** 32),
+  BODY_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

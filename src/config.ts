@@ -114,6 +114,8 @@ export interface Config {
   nearCacheMaxBytes: number
   /** Largest conversation import (a conversations.json, or a zip and the file inside it). */
   importMaxBytes: number
+  /** Longest a request body may take to arrive in full before the request is a 408. */
+  bodyTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -357,6 +359,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     nearCacheMaxBytes: e.NEAR_CACHE_MAX_BYTES,
     importMaxBytes: e.IMPORT_MAX_BYTES,
+    bodyTimeoutMs: e.BODY_TIMEOUT_MS,
   }
 }
 

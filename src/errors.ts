@@ -15,6 +15,8 @@ export type ErrorKind =
   | 'conflict'
   /** The input is bigger than the service takes. */
   | 'too_large'
+  /** The input did not arrive within the time the service waits for it. */
+  | 'too_slow'
   /** The input breaks a rule (shape, range, encoding, place in the tree). */
   | 'invalid'
   /** The service has no room for more work now; come back later. */
@@ -48,6 +50,7 @@ export const forbidden = (detail: string) => new DomainError('forbidden', detail
 export const notFound = (detail: string) => new DomainError('not_found', detail)
 export const conflict = (detail: string) => new DomainError('conflict', detail)
 export const tooLarge = (detail: string) => new DomainError('too_large', detail)
+export const tooSlow = (detail: string) => new DomainError('too_slow', detail)
 export const invalid = (detail: string, code?: string) =>
   new DomainError('invalid', detail, { code })
 export const busy = (detail: string, retryAfterSeconds: number) =>

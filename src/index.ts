@@ -8,6 +8,7 @@
 import { createApp } from './app.ts'
 import { type Config, ConfigError, loadConfig } from './config.ts'
 import { nearCacheMode, openDependencies } from './dependencies.ts'
+import { keylessModels } from './models-config.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
 import { shutdownPlan } from './shutdown-plan.ts'
@@ -37,6 +38,12 @@ async function main() {
   }
   const log = createLogger({ level: config.logLevel })
   const metrics = createMetrics()
+  const keyless = keylessModels(config.models)
+  if (keyless.length > 0)
+    log.warn(
+      { models: keyless },
+      'no API key for these openai models: their server must take requests without one',
+    )
 
   const deps = await openDependencies(config, { log, metrics }).catch((error: unknown) => {
     if (error instanceof DataDirLockedError) fail(error.message)
@@ -51,9 +58,10 @@ async function main() {
       // Elysia asks for SO_REUSEPORT; with it a second server on a port in use
       // starts "fine" and silently takes half the connections. The port is ours or we exit.
       reusePort: false,
-      // Far above the 1 MB limit, which answers 413 with a JSON body itself while
-      // reading; Bun's own bare 413 is only a backstop for absurd uploads.
-      maxRequestBodySize: 64 * 1024 * 1024,
+      // No limit of Bun's: its 413 has no body (CONTRACT §19 wants one on every
+      // error). The app refuses a declared length past any route's limit before
+      // routing, and stops reading a body at its limit or deadline (body-limit.ts).
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       // A queued send has no bytes to send until its turn starts; streams ping every 15 s.
       idleTimeout: 120,
     })

@@ -7,6 +7,11 @@
 // that holds one, which is read here and never echoed. Whether an `openai`
 // model takes `reasoning_effort` is the entry's `reasoning`, else guessed from
 // its name (reasoning-models.ts).
+//
+// OpenAI's own API refuses every request without a key, so an `openai` model
+// served from api.openai.com without one stops the process at startup; any
+// other server (vLLM, Ollama, llama.cpp) may need none, so there a missing key
+// is only worth one warning line at startup (keylessModels).
 import { readFileSync } from 'node:fs'
 import { type TSchema, Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
@@ -162,8 +167,24 @@ function catalogueText(env: Env): { source: string; text: string } | undefined {
   }
 }
 
+/** Whether a base URL is OpenAI's own API (which needs a key; a self-hosted server may not). */
+export function isOpenAiApi(baseUrl: string): boolean {
+  try {
+    return new URL(baseUrl).hostname.toLowerCase().replace(/\.$/, '') === 'api.openai.com'
+  } catch {
+    return false
+  }
+}
+
+/** The `openai` models configured without a key: served elsewhere than OpenAI, so allowed. */
+export function keylessModels(models: readonly ModelConfig[]): string[] {
+  return models
+    .filter((model) => model.provider === 'openai' && model.apiKey === undefined)
+    .map((model) => model.slug)
+}
+
 /** Rules across entries and with the environment: unique slugs, one default, keys present. */
-function checkEntries(source: string, entries: Entry[], env: Env): void {
+function checkEntries(source: string, entries: Entry[], env: Env, defaultBaseUrl: string): void {
   const seen = new Set<string>()
   let firstDefault: number | undefined
   entries.forEach((entry, index) => {
@@ -196,6 +217,14 @@ function checkEntries(source: string, entries: Entry[], env: Env): void {
       throw new ModelsConfigError(
         `${where}.api_key_env names the variable ${entry.api_key_env}, which is not set`,
       )
+    if (
+      entry.provider === 'openai' &&
+      entry.api_key_env === undefined &&
+      isOpenAiApi(entry.base_url ?? defaultBaseUrl)
+    )
+      throw new ModelsConfigError(
+        `${where}.api_key_env is required: the model is served by api.openai.com, which needs an API key`,
+      )
   })
 }
 
@@ -212,6 +241,15 @@ function replyTokens(entry: Entry): number {
  */
 export function readModels(env: Env, single: SingleModelVariables): ModelConfig[] {
   const raw = catalogueText(env)
+  if (
+    !raw &&
+    single.provider === 'openai' &&
+    !single.openaiApiKey &&
+    isOpenAiApi(single.openaiBaseUrl)
+  )
+    throw new ModelsConfigError(
+      'OPENAI_API_KEY must be set for MODEL_PROVIDER=openai at api.openai.com (OPENAI_BASE_URL); a self-hosted server may go without one',
+    )
   if (!raw)
     return [
       {
@@ -241,7 +279,7 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
   const problem = firstError(raw.source, parsed)
   if (problem !== undefined) throw new ModelsConfigError(problem)
   const entries = parsed as Entry[]
-  checkEntries(raw.source, entries, env)
+  checkEntries(raw.source, entries, env, single.openaiBaseUrl)
   const defaultIndex = Math.max(
     0,
     entries.findIndex((entry) => entry.default === true),

@@ -8,6 +8,9 @@ import { join } from 'node:path'
 import { ConfigError, loadConfig, maskUrlPassword, VARIANTS } from '../src/config.ts'
 import { ENV_NAMES, type EnvName, variableSchema } from '../src/config-schema.ts'
 
+/** A JWT secret long enough to be accepted (32 bytes). */
+const JWT_SECRET = 'a-jwt-secret-of-exactly-32-bytes'
+
 /** The ConfigError loadConfig throws for env; fails the test when it returns. */
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -50,6 +53,8 @@ describe('loadConfig defaults (CONTRACT §1)', () => {
     // A store that does not answer costs a request at most this much (issue 11).
     expect(config.cacheTimeoutMs).toBe(500)
     expect(config.databaseTimeoutMs).toBe(2_000)
+    // A body has this long to arrive in full (CONTRACT §19).
+    expect(config.bodyTimeoutMs).toBe(30_000)
   })
 
   test('an empty string counts as unset', () => {
@@ -76,7 +81,7 @@ describe('loadConfig reads the environment', () => {
       OPENAI_BASE_URL: 'http://localhost:11434/v1',
       OPENAI_API_KEY: 'sk-test',
       LOCAL_MODEL_CHUNK_DELAY_MS: '0',
-      AUTH_JWT_SECRET: 'jwt-secret',
+      AUTH_JWT_SECRET: 'jwt-secret-of-at-least-32-bytes!!',
       RESUME_TOKEN_SECRET: 'resume-secret',
       ADMIN_TOKEN: 'admin-token',
       APP_ENV: 'production',
@@ -96,7 +101,7 @@ describe('loadConfig reads the environment', () => {
       openaiBaseUrl: 'http://localhost:11434/v1',
       openaiApiKey: 'sk-test',
       localModelChunkDelayMs: 0,
-      authJwtSecret: 'jwt-secret',
+      authJwtSecret: 'jwt-secret-of-at-least-32-bytes!!',
       resumeTokenSecret: 'resume-secret',
       adminToken: 'admin-token',
       appEnv: 'production',
@@ -191,6 +196,33 @@ describe('loadConfig rejects invalid values, naming the variable', () => {
       const error = configError(env)
       expect(error.message).not.toContain('hunter2secret')
     }
+  })
+})
+
+describe('AUTH_JWT_SECRET (CONTRACT §19)', () => {
+  test('is taken as given from 32 bytes on', () => {
+    expect(JWT_SECRET).toHaveLength(32)
+    expect(loadConfig({ AUTH_JWT_SECRET: JWT_SECRET }).authJwtSecret).toBe(JWT_SECRET)
+  })
+
+  test('shorter than 32 bytes stops loadConfig with one line naming it, never showing it', () => {
+    // 31 bytes; and 16 characters of two bytes each, which count as the 32 bytes they are.
+    expect(loadConfig({ AUTH_JWT_SECRET: 'é'.repeat(16) }).authJwtSecret).toBe('é'.repeat(16))
+    for (const short of ['x1y2', 'jwt-secret', JWT_SECRET.slice(1)]) {
+      const { message } = configError({ AUTH_JWT_SECRET: short })
+      expect(message).toBe(
+        'AUTH_JWT_SECRET must be at least 32 bytes (for example: openssl rand -hex 32)',
+      )
+      expect(message).not.toContain(short)
+    }
+  })
+})
+
+describe('BODY_TIMEOUT_MS', () => {
+  test('is taken as given, and checked', () => {
+    expect(loadConfig({ BODY_TIMEOUT_MS: '5000' }).bodyTimeoutMs).toBe(5_000)
+    for (const bad of ['0', '99', 'soon', '1.5', '3600001'])
+      expect(configError({ BODY_TIMEOUT_MS: bad }).message).toStartWith('BODY_TIMEOUT_MS must be')
   })
 })
 
@@ -532,7 +564,6 @@ describe('every variable of the schema', () => {
     expect(freeText.sort()).toEqual([
       'ADMIN_TOKEN',
       'APP_ENV',
-      'AUTH_JWT_SECRET',
       'CORS_ORIGINS',
       'DATA_DIR',
       'DEBUG',
@@ -559,11 +590,13 @@ describe('every variable of the schema', () => {
 describe('CORS_ORIGINS (CONTRACT §9)', () => {
   test('defaults to any origin in development mode and none with JWT auth', () => {
     expect(loadConfig({}).corsOrigins).toEqual(['*'])
-    expect(loadConfig({ AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual([])
+    expect(loadConfig({ AUTH_JWT_SECRET: JWT_SECRET }).corsOrigins).toEqual([])
   })
 
   test('takes * or a comma-separated list of origins, in either mode', () => {
-    expect(loadConfig({ CORS_ORIGINS: '*', AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual(['*'])
+    expect(loadConfig({ CORS_ORIGINS: '*', AUTH_JWT_SECRET: JWT_SECRET }).corsOrigins).toEqual([
+      '*',
+    ])
     expect(
       loadConfig({ CORS_ORIGINS: 'https://chat.example.com, http://localhost:5173' }).corsOrigins,
     ).toEqual(['https://chat.example.com', 'http://localhost:5173'])

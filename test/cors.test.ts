@@ -128,7 +128,10 @@ for (const backend of appBackends())
     })
 
     test('with JWT auth no origin is allowed unless CORS_ORIGINS lists it', async () => {
-      const closed = await conversationApp({ backend, env: { AUTH_JWT_SECRET: 'cors-secret' } })
+      const closed = await conversationApp({
+        backend,
+        env: { AUTH_JWT_SECRET: 'cors-secret-of-at-least-32-bytes!' },
+      })
       const refused = await preflight(closed.app, '/backend-api/conversations', FRONT_END)
       expect(refused.status).toBe(204)
       expect(refused.headers.get('access-control-allow-origin')).toBeNull()
@@ -140,7 +143,7 @@ for (const backend of appBackends())
 
       const listed = await conversationApp({
         backend,
-        env: { AUTH_JWT_SECRET: 'cors-secret', CORS_ORIGINS: FRONT_END },
+        env: { AUTH_JWT_SECRET: 'cors-secret-of-at-least-32-bytes!', CORS_ORIGINS: FRONT_END },
       })
       const allowed = await preflight(listed.app, '/backend-api/conversations', FRONT_END)
       expect(allowed.status).toBe(204)

@@ -1,6 +1,6 @@
 // The one mapping from domain errors to HTTP (CONTRACT §3): every kind's
-// status and code, a finer code, Retry-After, and the opaque 500 for anything
-// else. Also that the code which finishes turns imports nothing of HTTP.
+// status and code, a finer code, Retry-After, Connection: close after a
+// refused body, and the opaque 500 for anything else. Also that the code which finishes turns imports nothing of HTTP.
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
@@ -15,6 +15,7 @@ const EXPECTED: Record<ErrorKind, [status: number, code: string]> = {
   not_found: [404, 'not_found'],
   conflict: [409, 'conflict'],
   too_large: [413, 'payload_too_large'],
+  too_slow: [408, 'request_timeout'],
   invalid: [422, 'validation_error'],
   busy: [429, 'too_many_requests'],
   rate_limited: [429, 'rate_limited'],
@@ -38,6 +39,15 @@ describe('toErrorResponse', () => {
       detail: 'The request body is not valid JSON.',
       code: 'invalid_json',
     })
+  })
+
+  test('an answer about a body closes the connection; the others keep it', () => {
+    const connection = (kind: ErrorKind) =>
+      toErrorResponse(new DomainError(kind, 'A sentence.')).headers.get('connection')
+    expect(connection('too_large')).toBe('close')
+    expect(connection('too_slow')).toBe('close')
+    for (const kind of Object.keys(EXPECTED) as ErrorKind[])
+      if (kind !== 'too_large' && kind !== 'too_slow') expect(connection(kind)).toBeNull()
   })
 
   test('retry-after is whole seconds, rounded up, at least 1', () => {

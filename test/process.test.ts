@@ -1,7 +1,7 @@
 // The real entry point as an operator runs it (`bun run src/index.ts`, embedded
 // storage, loopback only): it serves, refuses a DATA_DIR another process holds,
-// stops on a bad APP_VARIANT or PORT with a one-line message, streams a send,
-// and on SIGTERM lets a running turn finish, persists it and exits 0 - or,
+// stops on a bad APP_VARIANT, PORT or AUTH_JWT_SECRET with a one-line message,
+// streams a send, and on SIGTERM lets a running turn finish, persists it and exits 0 - or,
 // past the grace period, stops it as interrupted and stores it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { VARIANTS } from '../src/config.ts'
@@ -64,6 +64,19 @@ describe('the entry point', () => {
       const { code, stderr } = await runToExit({ PORT: 'abc' })
       expect(code).not.toBe(0)
       expect(stderr).toContain('PORT')
+    },
+    SPAWN_TEST_TIMEOUT_MS,
+  )
+
+  test(
+    'an AUTH_JWT_SECRET shorter than 32 bytes exits non-zero with one line naming it, not showing it',
+    async () => {
+      const secret = 'too-short-a-jwt-secret'
+      const { code, stderr } = await runToExit({ AUTH_JWT_SECRET: secret })
+      expect(code).not.toBe(0)
+      expect(stderr).toBe(
+        'conduit: AUTH_JWT_SECRET must be at least 32 bytes (for example: openssl rand -hex 32)\n',
+      )
     },
     SPAWN_TEST_TIMEOUT_MS,
   )

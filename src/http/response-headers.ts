@@ -10,7 +10,15 @@
 // building them in). Either way `set.headers` is left empty, so Elysia passes
 // the Response on as it is. Anything else - a status set by a hook, a cookie,
 // a Response whose headers cannot change - is left to Elysia's own merge.
+//
+// Every answer also says `X-Content-Type-Options: nosniff` (CONTRACT §19): a
+// browser must never run a JSON error or an echoed text as a script or page.
+// It is one of the app's default headers, which Elysia copies into each
+// request's `set.headers`, so it travels the same way as the request id.
 import { Elysia } from 'elysia'
+
+/** Headers every answer carries, whatever produced it. */
+export const ALWAYS_HEADERS = Object.freeze({ 'x-content-type-options': 'nosniff' })
 
 interface ResponseSet {
   headers: Record<string, string | number>
@@ -44,9 +52,9 @@ function foldInto(response: Response, headers: Record<string, unknown>): boolean
   }
 }
 
-export const responseHeaders = new Elysia({ name: 'response-headers' }).mapResponse(
-  { as: 'global' },
-  ({ responseValue, set }) => {
+export const responseHeaders = new Elysia({ name: 'response-headers' })
+  .headers(ALWAYS_HEADERS)
+  .mapResponse({ as: 'global' }, ({ responseValue, set }) => {
     if (!(responseValue instanceof Response)) return
     if (set.status !== undefined && set.status !== 200) return
     if (set.cookie !== undefined || 'set-cookie' in set.headers) return
@@ -54,5 +62,4 @@ export const responseHeaders = new Elysia({ name: 'response-headers' }).mapRespo
     if (!foldInto(responseValue, headers)) return
     clear(set as ResponseSet)
     return responseValue
-  },
-)
+  })

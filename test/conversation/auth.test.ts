@@ -5,7 +5,7 @@ import { SignJWT } from 'jose'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import { dataOf, framesOf, get, newUser, post, textMessage } from '../support/conversation-app.ts'
 
-const SECRET = 'jwt-test-secret'
+const SECRET = 'jwt-test-secret-of-at-least-32-bytes'
 describeEachBackend({ env: { AUTH_JWT_SECRET: SECRET } }, (t) => {
   const token = (sub: string, secret = SECRET, expiresAt: string | number = '1h', alg = 'HS256') =>
     new SignJWT({})

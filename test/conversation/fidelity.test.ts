@@ -247,11 +247,14 @@ describe('with JWT auth', () => {
   let t: TestApp
   beforeAll(async () => {
     if (!backend) throw new Error('no backend')
-    t = await conversationApp({ backend, env: { AUTH_JWT_SECRET: 'fidelity-secret' } })
+    t = await conversationApp({
+      backend,
+      env: { AUTH_JWT_SECRET: 'fidelity-secret-of-at-least-32-bytes' },
+    })
   }, 60_000)
 
   test("the handshake's user is the token's; none is 401, another body user_id 403", async () => {
-    const bearer = await bearerFor('jwt-user', 'fidelity-secret')
+    const bearer = await bearerFor('jwt-user', 'fidelity-secret-of-at-least-32-bytes')
     const ok = await post(t.app, PREPARE, {}, bearer)
     expect(ok.status).toBe(200)
     expect(decodeJwt(((await ok.json()) as { conduit_token: string }).conduit_token).sub).toBe(

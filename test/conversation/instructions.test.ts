@@ -157,7 +157,7 @@ describeEachBackend({}, (t, backend) => {
   test('no user is 401; with JWT auth the token names the user and a body user_id must agree', async () => {
     expect((await get(t.app, PATH)).status).toBe(401)
     expect((await post(t.app, PATH, { enabled: true })).status).toBe(401)
-    const secret = 'instructions-jwt-secret'
+    const secret = 'instructions-jwt-secret-of-32-bytes-at-least'
     const jwt = await conversationApp({ backend, env: { AUTH_JWT_SECRET: secret } })
     const user = newUser()
     const bearer = await bearerFor(user, secret)

@@ -470,7 +470,7 @@ describeEachBackend({}, (t, backend) => {
     })
 
     test('with JWT auth it needs a token, as every /backend-api route', async () => {
-      const secret = 'models-jwt-secret'
+      const secret = 'models-jwt-secret-of-at-least-32-bytes'
       const jwt = await conversationApp({
         backend,
         env: { AUTH_JWT_SECRET: secret, MODEL: 'my-model' },

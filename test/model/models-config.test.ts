@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { openModels } from '../../src/dependencies.ts'
-import { killAllServers, runToExit } from '../support/server-process.ts'
+import { keylessModels } from '../../src/models-config.ts'
+import { killAllServers, runToExit, startReadyServer } from '../support/server-process.ts'
 
 const KEY = 'sk-live-very-secret-0123456789'
 const dir = mkdtempSync(join(tmpdir(), 'conduit-models-'))
@@ -153,8 +154,8 @@ describe('MODELS', () => {
   })
 
   test("whether a model takes reasoning_effort: the entry's reasoning, else its name", () => {
-    const config = loadConfig(
-      models([
+    const config = loadConfig({
+      ...models([
         { slug: 'o3-mini', provider: 'openai' },
         { slug: 'five', provider: 'openai', model: 'gpt-5.1' },
         { slug: 'routed', provider: 'openai', model: 'openai/o4-mini-high' },
@@ -164,7 +165,9 @@ describe('MODELS', () => {
         { slug: 'not', provider: 'openai', model: 'o1', reasoning: false },
         { slug: 'echo', provider: 'local' },
       ]),
-    )
+      // A self-hosted server: no key needed.
+      OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1',
+    })
     expect(config.models.map((model) => [model.slug, model.reasoning])).toEqual([
       ['o3-mini', true],
       ['five', true],
@@ -175,7 +178,10 @@ describe('MODELS', () => {
       ['not', false],
       ['echo', false],
     ])
-    expect(loadConfig({ MODEL_PROVIDER: 'openai', MODEL: 'o3' }).models[0]?.reasoning).toBe(true)
+    expect(
+      loadConfig({ MODEL_PROVIDER: 'openai', MODEL: 'o3', OPENAI_API_KEY: KEY }).models[0]
+        ?.reasoning,
+    ).toBe(true)
     expect(loadConfig({ MODEL: 'o3' }).models[0]?.reasoning).toBe(false)
   })
 
@@ -282,6 +288,58 @@ describe('MODELS', () => {
   })
 })
 
+describe('an API key for OpenAI itself (issue #33)', () => {
+  const NEEDS_KEY =
+    'OPENAI_API_KEY must be set for MODEL_PROVIDER=openai at api.openai.com (OPENAI_BASE_URL); a self-hosted server may go without one'
+
+  test('MODEL_PROVIDER=openai at api.openai.com without OPENAI_API_KEY stops loadConfig, naming it', () => {
+    expect(configError({ MODEL_PROVIDER: 'openai' }).message).toBe(NEEDS_KEY)
+    expect(
+      configError({ MODEL_PROVIDER: 'openai', OPENAI_BASE_URL: 'https://API.openai.com./v1/' })
+        .message,
+    ).toBe(NEEDS_KEY)
+    expect(loadConfig({ MODEL_PROVIDER: 'openai', OPENAI_API_KEY: KEY }).models[0]?.apiKey).toBe(
+      KEY,
+    )
+  })
+
+  test('another server (vLLM, Ollama) needs no key: the model is kept, and listed as keyless', () => {
+    for (const url of ['http://127.0.0.1:11434/v1', 'https://openai.example.com/v1']) {
+      const config = loadConfig({ MODEL_PROVIDER: 'openai', MODEL: 'llama3', OPENAI_BASE_URL: url })
+      expect(config.models[0]).toMatchObject({ slug: 'llama3', apiKey: undefined })
+      expect(keylessModels(config.models)).toEqual(['llama3'])
+    }
+    expect(keylessModels(loadConfig({}).models)).toEqual([])
+    expect(
+      keylessModels(loadConfig({ MODEL_PROVIDER: 'openai', OPENAI_API_KEY: KEY }).models),
+    ).toEqual([])
+  })
+
+  test('a catalogue entry served by api.openai.com needs api_key_env; one served elsewhere does not', () => {
+    expect(configError(models([{ slug: 'gpt', provider: 'openai' }])).message).toBe(
+      'MODELS[0].api_key_env is required: the model is served by api.openai.com, which needs an API key',
+    )
+    expect(
+      configError({
+        ...models([
+          { slug: 'local', provider: 'openai' },
+          { slug: 'gpt', provider: 'openai', base_url: 'https://api.openai.com/v1' },
+        ]),
+        OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1',
+      }).message,
+    ).toStartWith('MODELS[1].api_key_env is required')
+    const config = loadConfig({
+      ...models([
+        { slug: 'vllm', provider: 'openai', base_url: 'http://127.0.0.1:8000/v1' },
+        { slug: 'gpt', provider: 'openai', api_key_env: 'MY_KEY' },
+        { slug: 'echo', provider: 'local' },
+      ]),
+      MY_KEY: KEY,
+    })
+    expect(keylessModels(config.models)).toEqual(['vllm'])
+  })
+})
+
 describe('the entry point', () => {
   test('a bad entry stops the process at startup with one line naming it; the key is never written', async () => {
     const { code, stderr } = await runToExit({
@@ -295,4 +353,30 @@ describe('the entry point', () => {
     expect(stderr).toBe('conduit: MODELS[1].provider must be one of local, openai; got "gemini"\n')
     expect(stderr).not.toContain(KEY)
   }, 30_000)
+
+  test('MODEL_PROVIDER=openai at api.openai.com without a key stops the process with one line naming OPENAI_API_KEY', async () => {
+    const { code, stderr } = await runToExit({ MODEL_PROVIDER: 'openai' })
+    expect(code).toBe(1)
+    expect(stderr.split('\n').filter((line) => line !== '')).toHaveLength(1)
+    expect(stderr).toStartWith('conduit: OPENAI_API_KEY must be set')
+  }, 30_000)
+
+  test('a keyless model on another server starts, with one warning line naming it', async () => {
+    const server = await startReadyServer({
+      DATABASE_URL: 'memory://',
+      MODEL_PROVIDER: 'openai',
+      MODEL: 'llama3',
+      // Nothing listens there: the server starts without asking it anything.
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+    })
+    // The line saying where it listens comes after the warning, and logs are written off the loop.
+    const lines = (await server.stdoutUntil((text) => text.includes('"url":')))
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { level: unknown; msg: string; models?: unknown })
+    const warnings = lines.filter((line) => line.level === 'warn' || line.level === 40)
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]?.msg).toContain('no API key')
+    expect(warnings[0]?.models).toEqual(['llama3'])
+  }, 60_000)
 })

@@ -179,7 +179,7 @@ for (const backend of appBackends())
     })
 
     test('with JWT auth the verified user is counted, whatever user_id the body claims', async () => {
-      const secret = 'rate-limit-jwt-secret'
+      const secret = 'rate-limit-jwt-secret-of-32-bytes-at-least'
       const t = await conversationApp({
         backend,
         env: { AUTH_JWT_SECRET: secret },
