@@ -70,14 +70,13 @@ export function createApp(deps: AppDeps) {
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')
-    const auth = createAuthenticator(config.authJwtSecret)
+    const auth = createAuthenticator({ jwtSecret: config.authJwtSecret, jwks: config.authJwks })
     const conversations = required(deps.conversations, 'conversations')
     return app
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},
           auth,
-          jwt: config.authJwtSecret !== undefined,
           metrics,
           isRetriedSend: conversations.isRetriedSend,
         }),
