@@ -11,6 +11,7 @@ import { variantPlugin } from '../plugins/variants/index.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import { shareRoutes } from './conversation/share/share-routes.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimit } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -91,6 +92,7 @@ export function createApp(deps: AppDeps) {
           importMaxBytes: config.importMaxBytes,
         }),
       )
+      .use(shareRoutes({ shares: conversations.shares, auth }))
   }
   return app.use(
     variantPlugin(config.variant, {
