@@ -88,6 +88,19 @@ describeEachBackend(
         }
       })
 
+      test('a body user_id that differs from the token’s user is 403 and stores nothing', async () => {
+        const user = newUser()
+        const other = newUser()
+        const response = await sendAs(bearer(await providerToken(key('ec'), user)), other)
+        expect(response.status).toBe(403)
+        expect(((await response.json()) as { code: string }).code).toBe('forbidden')
+        const rows = await t.db.query('SELECT id FROM users WHERE id = $1 OR id = $2', [
+          user,
+          other,
+        ])
+        expect(rows).toEqual([])
+      })
+
       test('every forged, foreign or stale token is 401, stores nothing, and unknown kids fetch nothing more', async () => {
         const user = newUser()
         const rsa = key('rsa')
