@@ -307,6 +307,74 @@ describeEachBackend({}, (t) => {
     })
   })
 
+  describe('an imported conversation', () => {
+    test('its hidden instructions are not shared, and the shown messages still form one branch', async () => {
+      const user = newUser()
+      const message = (id: string, role: string, content: object, metadata = {}) => ({
+        id,
+        author: { role },
+        content,
+        metadata,
+        create_time: 1_764_000_000,
+      })
+      const file = [
+        {
+          id: 'shared-import-1',
+          title: 'With instructions',
+          create_time: 1_764_000_000,
+          update_time: 1_764_000_001,
+          current_node: 'q',
+          mapping: {
+            root: { id: 'root', message: null, parent: null, children: ['ctx'] },
+            ctx: {
+              id: 'ctx',
+              parent: 'root',
+              children: ['q'],
+              message: message(
+                'ctx',
+                'user',
+                { content_type: 'user_editable_context', user_profile: 'I fly kites secretly.' },
+                {
+                  is_visually_hidden_from_conversation: true,
+                  user_context_message_data: { about_user_message: 'I fly kites secretly.' },
+                },
+              ),
+            },
+            q: {
+              id: 'q',
+              parent: 'ctx',
+              children: [],
+              message: message('q', 'user', { content_type: 'text', parts: ['hello there'] }),
+            },
+          },
+        },
+      ]
+      const response = await post(t.app, '/backend-api/conversations/import', file, asUser(user))
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { imported: number }).imported).toBe(1)
+      const list = (await (
+        await get(t.app, '/backend-api/conversations', asUser(user))
+      ).json()) as {
+        items: { id: string }[]
+      }
+      const cid = list.items[0]?.id as string
+      const detail = (await (
+        await get(t.app, `/backend-api/conversation/${cid}`, asUser(user))
+      ).json()) as Shared
+      expect(JSON.stringify(detail)).toContain('I fly kites secretly.')
+      const last = detail.current_node
+      const info = await share(user, cid, last)
+      const text = await (await readShared(info.share_id)).text()
+      expect(text).not.toContain('kites')
+      const shared = JSON.parse(text) as Shared
+      expect(shared.messages.map((m) => m.content.parts)).toEqual([['hello there']])
+      expect(shared.messages[0]?.parent_id).toBeNull()
+      expect(shared.mapping[last]?.parent).toBe('client-created-root')
+      expect(shared.mapping['client-created-root']?.children).toEqual([last])
+      expect(await (await get(t.app, `/share/${info.share_id}`)).text()).not.toContain('kites')
+    })
+  })
+
   describe('the page', () => {
     test('shows the branch read-only, every text escaped, under a policy that runs no script', async () => {
       const user = newUser()
