@@ -26,7 +26,7 @@ const fresh = await Promise.all(
   Array.from({ length: calls * (rounds + 1) }, (_, index) => sign(`user-${index}`)),
 ).then((tokens) => tokens.map(requestWith))
 const known = requestWith(await sign('known-user'))
-const auth = createAuthenticator(SECRET)
+const auth = createAuthenticator({ jwtSecret: SECRET })
 let next = 0
 
 const cases = {

@@ -110,7 +110,7 @@ const sizes = {
   list: (await settledBody(paths.list)).length,
 }
 
-const auth = createAuthenticator(config.authJwtSecret)
+const auth = createAuthenticator({ jwtSecret: config.authJwtSecret, jwks: config.authJwks })
 const routes = () => conversationRoutes({ conversations, auth, keepaliveMs: config.sseKeepaliveMs })
 /** The layers of createApp, in its order, each with what it adds to an app. */
 // biome-ignore lint/suspicious/noExplicitAny: each layer is a different Elysia type
@@ -128,13 +128,7 @@ const layers: Layer[] = [
   ],
   ['input guard', (app) => app.use(inputGuard)],
   ['API docs', (app) => app.use(docsPlugin({ variant: config.variant }))],
-  [
-    'rate limits (none set)',
-    (app) =>
-      app.use(
-        rateLimitPlugin({ limits: {}, auth, jwt: config.authJwtSecret !== undefined, metrics }),
-      ),
-  ],
+  ['rate limits (none set)', (app) => app.use(rateLimitPlugin({ limits: {}, auth, metrics }))],
   ['document store', (app) => app.use(docstorePlugin({ db, cache, config, log }))],
   ['playground', (app) => app.use(playgroundPlugin())],
 ]

@@ -11,6 +11,7 @@ import { variantPlugin } from '../plugins/variants/index.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import { shareRoutes } from './conversation/share/share-routes.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimitWith, MAX_BODY_BYTES } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -75,14 +76,13 @@ export function createApp(deps: AppDeps) {
   if (config.variant === 'full') {
     const db = required(deps.db, 'db')
     const cache = required(deps.cache, 'cache')
-    const auth = createAuthenticator(config.authJwtSecret)
+    const auth = createAuthenticator({ jwtSecret: config.authJwtSecret, jwks: config.authJwks })
     const conversations = required(deps.conversations, 'conversations')
     return app
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},
           auth,
-          jwt: config.authJwtSecret !== undefined,
           metrics,
           isRetriedSend: conversations.isRetriedSend,
         }),
@@ -97,6 +97,7 @@ export function createApp(deps: AppDeps) {
           importMaxBytes: config.importMaxBytes,
         }),
       )
+      .use(shareRoutes({ shares: conversations.shares, auth }))
   }
   return app.use(
     variantPlugin(config.variant, {

@@ -179,6 +179,16 @@ const variables = {
       sensitive: true,
     }),
   ),
+  // An identity provider's tokens (CONTRACT §22); config.ts requires the three together.
+  AUTH_JWKS_URL: url('conduit-http-url', 'an http:// or https:// URL'),
+  AUTH_ISSUER: text({ expected: "the provider's issuer (the tokens' iss)" }),
+  AUTH_AUDIENCE: text({ expected: 'the audience the tokens are issued for (their aud)' }),
+  AUTH_USER_CLAIM: Type.String({
+    default: 'sub',
+    minLength: 1,
+    maxLength: 128,
+    expected: 'the name of a claim (1 to 128 characters)',
+  }),
   RESUME_TOKEN_SECRET: text({ sensitive: true }),
   CORS_ORIGINS: text(),
   ADMIN_TOKEN: text({ sensitive: true }),

@@ -14,6 +14,7 @@ import {
   type Variant,
   variableSchema,
 } from './config-schema.ts'
+import type { JwksSettings } from './http/identity/jwks.ts'
 import { type ModelConfig, ModelsConfigError, readModels } from './models-config.ts'
 import type { HostPort, RedisAccess, RedisDeployment } from './storage/redis-connections.ts'
 
@@ -74,6 +75,8 @@ export interface Config {
   modelTimeoutMs: number
   localModelChunkDelayMs: number
   authJwtSecret: string | undefined
+  /** An identity provider's tokens (AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, AUTH_USER_CLAIM). */
+  authJwks: JwksSettings | undefined
   /**
    * Origins browsers may call from (CORS): `['*']` any, `[]` none, else exact
    * origins such as `https://chat.example.com`.
@@ -260,12 +263,37 @@ function rolePrefixes(env: CheckedEnv) {
 }
 
 /**
+ * AUTH_JWKS_URL with AUTH_ISSUER and AUTH_AUDIENCE, all three or none: a
+ * provider's token is only as good as the issuer and audience it is checked
+ * for, and either alone would be ignored.
+ */
+function authJwks(env: CheckedEnv): JwksSettings | undefined {
+  const { AUTH_JWKS_URL: url, AUTH_ISSUER: issuer, AUTH_AUDIENCE: audience } = env
+  if (url === undefined) {
+    const stray = [
+      issuer !== undefined && 'AUTH_ISSUER',
+      audience !== undefined && 'AUTH_AUDIENCE',
+      env.AUTH_USER_CLAIM !== 'sub' && 'AUTH_USER_CLAIM',
+    ].find((name) => typeof name === 'string')
+    if (stray) throw new ConfigError(`${stray} needs AUTH_JWKS_URL (the provider's key set)`)
+    return undefined
+  }
+  if (issuer === undefined || audience === undefined)
+    throw new ConfigError(
+      `${issuer === undefined ? 'AUTH_ISSUER' : 'AUTH_AUDIENCE'} must be set with AUTH_JWKS_URL (tokens are checked for their issuer and audience)`,
+    )
+  return { url, issuer, audience, userClaim: env.AUTH_USER_CLAIM }
+}
+
+/**
  * CORS_ORIGINS: comma-separated origins (`scheme://host[:port]`) or `*`.
- * Unset: any origin in development mode, none when JWT auth is on.
+ * Unset: any origin in development mode, none when tokens are required
+ * (AUTH_JWT_SECRET or AUTH_JWKS_URL).
  */
 function corsOrigins(env: CheckedEnv): string[] {
   const raw = env.CORS_ORIGINS
-  if (raw === undefined) return env.AUTH_JWT_SECRET !== undefined ? [] : ['*']
+  if (raw === undefined)
+    return env.AUTH_JWT_SECRET !== undefined || env.AUTH_JWKS_URL !== undefined ? [] : ['*']
   const origins = raw
     .split(',')
     .map((origin) => origin.trim())
@@ -335,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     localModelChunkDelayMs: e.LOCAL_MODEL_CHUNK_DELAY_MS,
     authJwtSecret: e.AUTH_JWT_SECRET,
+    authJwks: authJwks(e),
     corsOrigins: corsOrigins(e),
     resumeTokenSecret: e.RESUME_TOKEN_SECRET,
     adminToken: e.ADMIN_TOKEN,

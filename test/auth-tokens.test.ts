@@ -39,7 +39,7 @@ const REFUSED = { error: 'The bearer token is not valid or has expired.' }
 
 test('a remembered token counts until its exp and not a moment after', async () => {
   const clock = testClock()
-  const auth = createAuthenticator(SECRET, clock)
+  const auth = createAuthenticator({ jwtSecret: SECRET }, clock)
   const exp = Math.floor(clock.now() / 1000) + HOUR_S
   const request = requestWith(await tokenFor('alice', exp))
   expect(await auth.userOf(request, undefined)).toBe('alice')
@@ -52,7 +52,7 @@ test('a remembered token counts until its exp and not a moment after', async () 
 })
 
 test('a token one character off a remembered one is verified on its own, and refused', async () => {
-  const auth = createAuthenticator(SECRET)
+  const auth = createAuthenticator({ jwtSecret: SECRET })
   const token = await tokenFor('alice', Math.floor(Date.now() / 1000) + HOUR_S)
   expect(await auth.userOf(requestWith(token), undefined)).toBe('alice')
   // A character inside the signature (the last one may only carry padding bits).
@@ -63,7 +63,7 @@ test('a token one character off a remembered one is verified on its own, and ref
 })
 
 test('a token that failed is refused every time, and a remembered one still answers 403 to another user_id', async () => {
-  const auth = createAuthenticator(SECRET)
+  const auth = createAuthenticator({ jwtSecret: SECRET })
   const exp = Math.floor(Date.now() / 1000) + HOUR_S
   const wrong = requestWith(await tokenFor('mallory', exp, 'another-secret'))
   for (let attempt = 0; attempt < 3; attempt++)
@@ -77,7 +77,9 @@ test('a token that failed is refused every time, and a remembered one still answ
 
 test('authenticators do not share what they remember', async () => {
   const token = await tokenFor('alice', Math.floor(Date.now() / 1000) + HOUR_S)
-  expect(await createAuthenticator(SECRET).userOf(requestWith(token), undefined)).toBe('alice')
-  const other = createAuthenticator('a-different-secret')
+  expect(
+    await createAuthenticator({ jwtSecret: SECRET }).userOf(requestWith(token), undefined),
+  ).toBe('alice')
+  const other = createAuthenticator({ jwtSecret: 'a-different-secret' })
   expect(await outcome(other.userOf(requestWith(token), undefined))).toEqual(REFUSED)
 })

@@ -564,6 +564,9 @@ describe('every variable of the schema', () => {
     expect(freeText.sort()).toEqual([
       'ADMIN_TOKEN',
       'APP_ENV',
+      'AUTH_AUDIENCE',
+      'AUTH_ISSUER',
+      'AUTH_USER_CLAIM',
       'CORS_ORIGINS',
       'DATA_DIR',
       'DEBUG',
@@ -587,10 +590,60 @@ describe('every variable of the schema', () => {
   })
 })
 
+describe('AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, AUTH_USER_CLAIM (CONTRACT §22)', () => {
+  const provider = {
+    AUTH_JWKS_URL: 'https://id.example.com/.well-known/jwks.json',
+    AUTH_ISSUER: 'https://id.example.com/',
+    AUTH_AUDIENCE: 'conduit',
+  }
+
+  test('unset: no provider; set: the three, with sub as the user claim by default', () => {
+    expect(loadConfig({}).authJwks).toBeUndefined()
+    expect(loadConfig(provider).authJwks).toEqual({
+      url: provider.AUTH_JWKS_URL,
+      issuer: provider.AUTH_ISSUER,
+      audience: provider.AUTH_AUDIENCE,
+      userClaim: 'sub',
+    })
+    expect(loadConfig({ ...provider, AUTH_USER_CLAIM: 'email' }).authJwks?.userClaim).toBe('email')
+    // Beside an HS256 secret.
+    const both = loadConfig({ ...provider, AUTH_JWT_SECRET: 'secret' })
+    expect(both.authJwtSecret).toBe('secret')
+    expect(both.authJwks?.issuer).toBe(provider.AUTH_ISSUER)
+  })
+
+  test('the URL without its issuer or audience, or they without it, is one line naming the missing one', () => {
+    const cases: [Record<string, string>, string][] = [
+      [
+        { AUTH_JWKS_URL: provider.AUTH_JWKS_URL, AUTH_AUDIENCE: 'conduit' },
+        'AUTH_ISSUER must be set',
+      ],
+      [{ AUTH_JWKS_URL: provider.AUTH_JWKS_URL, AUTH_ISSUER: 'x' }, 'AUTH_AUDIENCE must be set'],
+      [{ AUTH_ISSUER: 'x', AUTH_AUDIENCE: 'y' }, 'AUTH_ISSUER needs AUTH_JWKS_URL'],
+      [{ AUTH_AUDIENCE: 'y' }, 'AUTH_AUDIENCE needs AUTH_JWKS_URL'],
+      [{ AUTH_USER_CLAIM: 'email' }, 'AUTH_USER_CLAIM needs AUTH_JWKS_URL'],
+      [{ ...provider, AUTH_JWKS_URL: 'ftp://id.example.com/jwks' }, 'AUTH_JWKS_URL must be'],
+    ]
+    for (const [env, start] of cases) {
+      const { message } = configError(env)
+      expect(message).toStartWith(start)
+      expect(message).not.toContain('\n')
+    }
+  })
+})
+
 describe('CORS_ORIGINS (CONTRACT §9)', () => {
-  test('defaults to any origin in development mode and none with JWT auth', () => {
+  test('defaults to any origin in development mode and none when tokens are required', () => {
     expect(loadConfig({}).corsOrigins).toEqual(['*'])
     expect(loadConfig({ AUTH_JWT_SECRET: JWT_SECRET }).corsOrigins).toEqual([])
+    expect(loadConfig({ AUTH_JWT_SECRET: 'secret' }).corsOrigins).toEqual([])
+    expect(
+      loadConfig({
+        AUTH_JWKS_URL: 'https://id.example.com/jwks.json',
+        AUTH_ISSUER: 'https://id.example.com/',
+        AUTH_AUDIENCE: 'conduit',
+      }).corsOrigins,
+    ).toEqual([])
   })
 
   test('takes * or a comma-separated list of origins, in either mode', () => {

@@ -39,6 +39,11 @@ function describe(variant: Variant): DocumentDescription {
       ? [
           { name: 'conversation', description: 'ChatGPT-style conversations (/backend-api)' },
           {
+            name: 'share',
+            description:
+              "Shared links: a conversation's branch, read-only, for anyone with the link",
+          },
+          {
             name: 'documents',
             description: 'Document store: documents, text query, cache, health',
           },

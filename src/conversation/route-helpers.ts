@@ -26,7 +26,7 @@ export function conversationIdOf(params: { conversation_id: string }): string {
 const xUserId = t.Optional(
   t.String({
     description:
-      'Development mode (no AUTH_JWT_SECRET): who the caller is, 1–128 characters. With JWT auth, when given, it must be the token’s user.',
+      'Development mode (no AUTH_JWT_SECRET nor AUTH_JWKS_URL): who the caller is, 1–128 characters. With token auth, when given, it must be the token’s user.',
   }),
 )
 
@@ -49,7 +49,7 @@ export const ResumeHeaders = t.Object(
 
 /**
  * The bearer scheme of the API document (plugins/docs) on a route: required
- * with AUTH_JWT_SECRET, absent in development mode, hence the empty alternative.
+ * with AUTH_JWT_SECRET or AUTH_JWKS_URL, absent in development mode, hence the empty alternative.
  */
 const security: Record<string, string[]>[] = [{ bearerAuth: [] }, {}]
 export const bearerAuth = { security }

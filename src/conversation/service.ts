@@ -19,6 +19,7 @@ import type { ModelProvider } from './model/provider.ts'
 import type { ListPage } from './reads/list-cache.ts'
 import { createListPages } from './reads/list-pages.ts'
 import { conversationDetail, conversationList } from './reads/reads.ts'
+import { createShares } from './share/shares.ts'
 import { isOwnConversation } from './sql/conversations-repository.ts'
 import { nextTurn, requestStop, runningTurn } from './sql/turn-repository.ts'
 import { createResumeTokens } from './stream/resume-token.ts'
@@ -340,6 +341,9 @@ export function createConversationService(options: ConversationServiceOptions) {
 
     /** A conduit token for the user, as chatgpt.com's prepare hands out (CONTRACT §17). */
     conduitToken: createConduitTokens(options.resumeTokenSecret),
+
+    /** Shared links to a branch of a conversation, and what their readers see (CONTRACT §23). */
+    shares: createShares({ db, newId, modelSlug: models.defaultModel.slug }),
 
     /** The user's history out and in, as chatgpt.com's conversations.json (CONTRACT §17). */
     transfer: {

@@ -3,14 +3,10 @@
 // constant time, so the answer's timing says nothing about the token.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { unauthenticated } from '../errors.ts'
+import { bearerToken } from './bearer-token.ts'
 
 // Hashing both sides first gives equal lengths for timingSafeEqual.
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
-
-function bearerToken(authorization: string | null | undefined): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')
-  return match?.[1]
-}
 
 /**
  * Throws an `unauthenticated` DomainError unless ADMIN_TOKEN is unset or the Authorization

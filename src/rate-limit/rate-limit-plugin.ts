@@ -26,9 +26,8 @@ export interface RateLimits {
 
 export interface RateLimitDeps {
   limits: RateLimits
+  /** Whose request it is; with tokens required (auth.requiresToken) only a verified token names a user. */
   auth: Authenticator
-  /** True when AUTH_JWT_SECRET is set: only a verified token names a user. */
-  jwt: boolean
   metrics: Pick<Metrics, 'rateLimited'>
   /**
    * Whether a send the sends limit would refuse repeats one the user already
@@ -47,12 +46,14 @@ const field = (value: unknown, name: string) =>
 
 /**
  * The user a request names, as the routes will resolve it: the verified
- * token's subject with JWT auth, else the body's user_id, the X-User-Id
+ * token's user when tokens are required, else the body's user_id, the X-User-Id
  * header or the user_id query parameter. Undefined when there is none (the
  * route then answers 401 itself).
  */
 async function userOf(deps: RateLimitDeps, request: Request, body: unknown, query: unknown) {
-  if (deps.jwt) return deps.auth.optionalUserOf(request, undefined).catch(() => undefined)
+  // A token that is refused (401) or cannot be checked (503) counts for nobody: the route answers it.
+  if (deps.auth.requiresToken)
+    return deps.auth.optionalUserOf(request, undefined).catch(() => undefined)
   const claimed =
     field(body, 'user_id') ?? request.headers.get('x-user-id') ?? field(query, 'user_id')
   return typeof claimed === 'string' && claimed !== '' && claimed.length <= MAX_USER_ID

@@ -106,17 +106,24 @@ for (const backend of appBackends())
         )
       })
 
-      test('every /backend-api route declares X-User-Id and the bearer scheme; resume its token header', async () => {
+      test('every /backend-api route declares X-User-Id and the bearer scheme (but the shared link, which needs no identity); resume its token header', async () => {
         const { body: doc } = await call<OpenApiDocument>(app, 'GET', '/docs/json')
         expect(doc.components.securitySchemes?.bearerAuth).toEqual({
           type: 'http',
           scheme: 'bearer',
         })
+        const PUBLIC = 'get /backend-api/share/{share_id}'
+        expect(doc.paths['/backend-api/share/{share_id}']?.get).toBeDefined()
         const operations = Object.entries(doc.paths)
           .filter(([path]) => path.startsWith('/backend-api/'))
           .flatMap(([path, methods]) =>
             Object.entries(methods).map(([method, op]) => ({ route: `${method} ${path}`, op })),
           )
+          .filter(({ route, op }) => {
+            if (route !== PUBLIC) return true
+            expect(op.security).toBeUndefined()
+            return false
+          })
         expect(operations.length).toBeGreaterThanOrEqual(11)
         for (const { route, op } of operations) {
           const headers = (op.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name)

@@ -9,12 +9,7 @@
 // guards against hit about half the runs.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type PrivateRedis, privateRedis, REDIS_SERVER } from '../support/redis-server.ts'
-import {
-  killAllServers,
-  type Server,
-  sleep,
-  startReadyServer,
-} from '../support/server-process.ts'
+import { killAllServers, type Server, sleep, startReadyServer } from '../support/server-process.ts'
 import { auditSends, startSends } from '../support/turn-audit.ts'
 
 const RUNS = 2

@@ -15,6 +15,7 @@ import { createRedisRateLimiter } from '../../src/rate-limit/redis-rate-limiter.
 import { type AppBackend, appBackends, TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 import { conversationApp, get, newUser, post, textMessage } from '../support/conversation-app.ts'
 import { bearerFor } from '../support/identity-token.ts'
+import { bearer, jwksEnv, providerKey, providerToken, startJwksServer } from '../support/jwks.ts'
 import { reading } from '../support/server-process.ts'
 import { gatedModel } from '../support/test-models.ts'
 
@@ -203,6 +204,40 @@ for (const backend of appBackends())
         authorization: 'Bearer forged',
       })
       expect(forged.status).toBe(401)
+    })
+
+    test("with a provider's JWKS the verified user is counted the same way", async () => {
+      const jwks = await startJwksServer()
+      try {
+        const signing = await providerKey('ES256', 'rate-limit-kid')
+        await jwks.publish([signing])
+        const t = await conversationApp({
+          backend,
+          env: jwksEnv(jwks),
+          rateLimits: await limitsFor(backend, 1, 100),
+        })
+        const user = newUser()
+        const auth = bearer(await providerToken(signing, user))
+        const first = await post(
+          t.app,
+          '/backend-api/f/conversation',
+          { messages: [textMessage('a')] },
+          auth,
+        )
+        expect(first.status).toBe(200)
+        await first.text()
+        // Another token of the same user: the same count.
+        const again = bearer(await providerToken(signing, user, { expiresAt: '2h' }))
+        await expectRateLimited(
+          await post(t.app, '/backend-api/f/conversation', { messages: [textMessage('b')] }, again),
+        )
+        const forged = await post(t.app, '/backend-api/f/conversation', sendBody(user), {
+          authorization: 'Bearer forged',
+        })
+        expect(forged.status).toBe(401)
+      } finally {
+        await jwks.stop()
+      }
     })
   })
 

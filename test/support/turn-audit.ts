@@ -4,7 +4,6 @@
 // any - names a store, never the model, and the stored reply is exactly the
 // text the stream carried.
 import { expect } from 'bun:test'
-import { completeFrames } from './sse-frames.ts'
 import {
   appendedChunks,
   dataItems,
@@ -13,6 +12,7 @@ import {
   send,
   sleep,
 } from './server-process.ts'
+import { completeFrames } from './sse-frames.ts'
 
 /** A message whose local-model reply streams well over a hundred chunks. */
 export const STREAMING_MESSAGE = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')

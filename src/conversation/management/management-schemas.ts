@@ -10,7 +10,7 @@ export const MAX_TITLE_CHARS = 256
 export const MAX_SEARCH_CHARS = 256
 export const MAX_FEEDBACK_CHARS = 10_000
 
-const Title = t.String({
+export const Title = t.String({
   minLength: 1,
   maxLength: MAX_TITLE_CHARS,
   // One line with some text: no control characters (nor NUL, which Postgres refuses).
