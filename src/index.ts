@@ -110,10 +110,12 @@ async function main() {
     // Stop accepting; open streams keep going until their turns end.
     server?.stop(false)
     const left = (await deps.conversations?.close(plan.turnsMs, plan.stopMs)) ?? []
-    if (left.length > 0)
+    for (const turn of left)
       log.warn(
-        { turns: left },
-        'shutdown: these turns could not be stored in time; another instance takes them over',
+        turn,
+        turn.stored
+          ? 'shutdown: a turn was stored, but its stream could not be ended in the turn state'
+          : 'shutdown: a turn could not be stored in time; its text so far is left for a takeover',
       )
     await deps
       .close()

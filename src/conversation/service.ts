@@ -30,7 +30,7 @@ import { type ConversationObserver, silentObserver } from './turn/observer.ts'
 import type { SendAction } from './turn/placement.ts'
 import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
-import { createTurnRunner } from './turn/runner.ts'
+import { createTurnRunner, type LeftTurn } from './turn/runner.ts'
 import { readTurnStream } from './turn/stream-reader.ts'
 
 export interface ConversationServiceOptions {
@@ -191,7 +191,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     }
   }
 
-  let closing: Promise<string[]> | undefined
+  let closing: Promise<LeftTurn[]> | undefined
 
   async function requireOwn(userId: string, conversationId: string) {
     if (!(await isOwnConversation(db, conversationId, userId)))
@@ -369,7 +369,7 @@ export function createConversationService(options: ConversationServiceOptions) {
      * stopMs. Resolves with the turns still running, left for a takeover.
      * Called again, it answers as the first call.
      */
-    close: (graceMs = 0, stopMs = 1_000): Promise<string[]> => {
+    close: (graceMs = 0, stopMs = 1_000): Promise<LeftTurn[]> => {
       closing ??= (async () => {
         const left = await runner.close(graceMs, stopMs)
         stopping.abort()

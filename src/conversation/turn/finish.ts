@@ -49,6 +49,8 @@ export interface TurnEnding {
    * and they are written again, so readers get the real ending.
    */
   restoreLog?: () => Promise<boolean>
+  /** Told once the reply is stored (a shutdown reports the turns it could not wait for). */
+  progress?: { stored: boolean }
   /** What the runner measured while streaming, for the turn's log line and metrics. */
   stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
 }
@@ -90,6 +92,7 @@ export async function finishTurn(
       outcome = 'not_stored'
     }
   }
+  if (outcome === 'stored' && ending.progress) ending.progress.stored = true
   // Different keys, so the cached reads are dropped and the context list
   // updated in one round trip.
   await Promise.all([

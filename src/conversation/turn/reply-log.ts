@@ -38,6 +38,43 @@ export const prefixOf = (
   inputs,
 })
 
+/** How long an aborted turn (a stop, a shutdown) still waits for its appends to land. */
+const ABORTED_WAIT_MS = 500
+
+/**
+ * `pending`, unless the turn is aborted and it has not settled ABORTED_WAIT_MS
+ * later: then a StateFaultError (the store is slow or gone, and an aborted
+ * turn does not wait out the writes' retries - it stores what the log holds).
+ */
+function boundedByAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const giveUp = () => {
+      timer = setTimeout(
+        () =>
+          reject(new StateFaultError(new Error('the turn was aborted while its log was written'))),
+        ABORTED_WAIT_MS,
+      )
+    }
+    if (signal.aborted) giveUp()
+    else signal.addEventListener('abort', giveUp, { once: true })
+    const settle = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', giveUp)
+    }
+    pending.then(
+      (value) => {
+        settle()
+        resolve(value)
+      },
+      (error: unknown) => {
+        settle()
+        reject(error)
+      },
+    )
+  })
+}
+
 export interface ReplyLog {
   /** Appends a frame; `chunk` is the reply text it carries, if any. Throws StateFaultError or TurnLogFencedError. */
   write(frame: string, chunk?: string): Promise<void>
@@ -92,7 +129,7 @@ export function createReplyLog(
   }
 
   async function recover(error: unknown): Promise<void> {
-    if (!isTurnLogFault(error)) throw error
+    if (error instanceof StateFaultError || !isTurnLogFault(error)) throw error
     deps.warn('the turn state failed mid-turn; the log is written back when it answers', error)
     if (!(await restore())) throw new StateFaultError(error)
   }
@@ -109,14 +146,14 @@ export function createReplyLog(
               checkpoint()
             }
       try {
-        await writer.write(frame, stored)
+        await boundedByAbort(writer.write(frame, stored), run.signal)
       } catch (error) {
         await recover(error)
       }
     },
     async settle() {
       try {
-        await writer.settle()
+        await boundedByAbort(writer.settle(), run.signal)
       } catch (error) {
         await recover(error)
       }

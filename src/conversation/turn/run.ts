@@ -40,6 +40,14 @@ export interface TurnRun {
   inputs?: readonly StoredMessage[]
   /** The log was opened under `token` as the turn was accepted: it needs no claim. */
   logOpened?: boolean
+  /** Filled in as the turn runs: what a shutdown reports of a turn it could not wait for. */
+  progress?: TurnProgress
+}
+
+/** How far a running turn got: the text its log holds, and whether its reply is stored. */
+export interface TurnProgress {
+  text: () => string
+  stored: boolean
 }
 
 /** Runs a turn claimed with run.token; resolves true once it is over, false when it is not this runner's to end. */
@@ -93,6 +101,7 @@ async function streamReply(
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
   const log = createReplyLog(deps, turn, run, inputs)
+  if (run.progress) run.progress.text = log.text
   deps.observer.turnStarted(turn)
   const startedAt = performance.now()
   let modelFirstChunkMs: number | undefined
@@ -155,6 +164,7 @@ async function streamReply(
     contextInStep,
     restoreLog: log.restore,
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
+    progress: run.progress,
   })
   log.forget()
   return turnIsOver(outcome)

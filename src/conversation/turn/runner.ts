@@ -26,7 +26,7 @@ import {
 } from '../sql/turn-repository.ts'
 import { endAbandonedStreams } from './abandoned-streams.ts'
 import type { TurnDeps } from './deps.ts'
-import { type AbortReason, runTurn } from './run.ts'
+import { type AbortReason, runTurn, type TurnProgress } from './run.ts'
 
 export interface RunnerDeps extends TurnDeps {
   leases: ConversationLeases
@@ -42,7 +42,7 @@ interface Drive {
   /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
   inputs: Map<string, readonly StoredMessage[]>
   /** The turn running now and how to abort it. */
-  current?: { messageId: string; abort: AbortController }
+  current?: { messageId: string; abort: AbortController; progress: TurnProgress }
   /** A turn was accepted here since the drive last looked at the queue. */
   pending: boolean
   lost: boolean
@@ -50,6 +50,16 @@ interface Drive {
 }
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>
+
+/** A turn still running when the runner closed: how much text its log held, and whether its reply was stored. */
+export interface LeftTurn {
+  conversationId: string
+  messageId: string
+  chars: number
+  stored: boolean
+}
+
+const newProgress = (): TurnProgress => ({ text: () => '', stored: false })
 
 /** The claim of a turn stored claimed as it was accepted: it never ran, and no stop was recorded before it started. */
 const CLAIMED_AT_ACCEPT: TurnClaim = {
@@ -87,6 +97,7 @@ export function createTurnRunner(deps: RunnerDeps) {
         const over = await runTurn(deps, turn, CLAIMED_AT_ACCEPT, {
           token: lease.token,
           signal: drive.current.abort.signal,
+          progress: drive.current.progress,
           inputs: drive.inputs.get(turn.messageId),
           logOpened: true,
         })
@@ -103,10 +114,12 @@ export function createTurnRunner(deps: RunnerDeps) {
         if (!next.claim) return false
         more = next.more
         const abort = new AbortController()
-        drive.current = { messageId: next.turn.messageId, abort }
+        const progress = newProgress()
+        drive.current = { messageId: next.turn.messageId, abort, progress }
         const over = await runTurn(deps, next.turn, next.claim, {
           token: lease.token,
           signal: abort.signal,
+          progress,
           inputs: drive.inputs.get(next.turn.messageId),
         })
         drive.inputs.delete(next.turn.messageId)
@@ -237,7 +250,10 @@ export function createTurnRunner(deps: RunnerDeps) {
       lease: taken.lease,
       ...(taken.claimed
         ? // Current from now on, so a stop that arrives before the turn starts aborts it.
-          { first: taken.claimed, current: { messageId, abort: new AbortController() } }
+          {
+            first: taken.claimed,
+            current: { messageId, abort: new AbortController(), progress: newProgress() },
+          }
         : {}),
       inputs: new Map([[messageId, inputs]]),
       pending: false,
@@ -283,10 +299,11 @@ export function createTurnRunner(deps: RunnerDeps) {
     /**
      * Stops taking turns; waits up to graceMs for running ones, then stops
      * them (stored as interrupted) and waits up to stopMs more for that.
-     * Resolves with the turns still running then: left unfinished, for the
-     * takeover of another instance (or of this one restarted).
+     * Resolves with the turns still running then: what is not stored of them
+     * is left unfinished, for the takeover of another instance (or of this
+     * one restarted).
      */
-    async close(graceMs: number, stopMs: number): Promise<string[]> {
+    async close(graceMs: number, stopMs: number): Promise<LeftTurn[]> {
       closing = true
       clearInterval(sweeper)
       const within = (ms: number) =>
@@ -295,8 +312,17 @@ export function createTurnRunner(deps: RunnerDeps) {
       for (const drive of drives.values()) abortTurn(drive, 'shutdown')
       await Promise.race([whenIdle(), within(stopMs)])
       clearInterval(renewals)
-      return [...drives.values()].flatMap((drive) =>
-        drive.current ? [drive.current.messageId] : [],
+      return [...drives.entries()].flatMap(([conversationId, drive]) =>
+        drive.current
+          ? [
+              {
+                conversationId,
+                messageId: drive.current.messageId,
+                chars: drive.current.progress.text().length,
+                stored: drive.current.progress.stored,
+              },
+            ]
+          : [],
       )
     },
   }
