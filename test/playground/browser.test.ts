@@ -178,6 +178,9 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('playground in Chromium', () => 
     const { page } = await signedIn()
     await send(page, 'short one')
     await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    // Rename, Archive and Delete are in the conversation's menu (⋯).
+    expect(await page.locator('#conversation-menu').isVisible()).toBe(hasPatch)
+    if (hasPatch) await page.click('#conversation-menu summary')
     expect(await page.locator('#rename').isVisible()).toBe(hasPatch)
     expect(await page.locator('#archive').isVisible()).toBe(hasPatch)
     expect(await page.locator('#delete').isVisible()).toBe(hasPatch)
