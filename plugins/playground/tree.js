@@ -38,22 +38,25 @@ function parentMessageId(node) {
 
 /**
  * The leaf a branch through `id` ends at: from `id` down, the child chosen
- * there before (`chosen`: parent id → child id), else the newest one.
+ * there before (`chosen`: parent id → child id), else the newest one
+ * (children missing from the mapping left out).
  * @param {Mapping} mapping
  * @param {string} id
  * @param {Map<string, string>} chosen
  */
 export function leafUnder(mapping, id, chosen) {
-  const seen = new Set()
+  const seen = new Set([id])
   let current = id
-  while (!seen.has(current)) {
-    seen.add(current)
-    const children = mapping[current]?.children ?? []
-    if (children.length === 0) break
+  for (;;) {
+    const children = (mapping[current]?.children ?? []).filter((child) => mapping[child])
+    if (children.length === 0) return current
     const pick = chosen.get(current)
-    current = pick && children.includes(pick) ? pick : children[children.length - 1]
+    const next = pick && children.includes(pick) ? pick : children[children.length - 1]
+    // A mapping that loops ends where it would come back.
+    if (seen.has(next)) return current
+    seen.add(next)
+    current = next
   }
-  return current
 }
 
 /**
