@@ -4,7 +4,7 @@
 // never scrolls sideways and the prompt box keeps its room, the list is a
 // drawer on the phone, replies are Markdown (a heading, a list, a code block,
 // a table) and a reply holding `<img src=x onerror=…>`, a <script> and a
-// javascript: link runs none of it, a regenerate and an edit each leave a
+// javascript: link runs none of it (nor does a user's own markup), a regenerate and an edit each leave a
 // ‹ 1/2 › switcher that shows either branch (and a send follows the branch
 // shown), Stop marks the reply as stopped, the edit and rename dialogs send
 // what was typed, feedback and copy work, search finds a conversation, and
@@ -271,7 +271,16 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('the playground chat page in Chr
     await page.locator('#messages li.assistant a', { hasText: 'another' }).click()
     const pwned = await page.evaluate(() => (globalThis as unknown as InPage).__pwned)
     expect(pwned).toBeUndefined()
-    // Reopened from the server, the stored reply is rendered as safely.
+    // A user's own markup is shown as the text they typed, and its echo in the reply is cleaned.
+    const typed =
+      '<img src=y onerror="window.__pwned = 5"> <b onmouseover="window.__pwned = 6">hi</b>'
+    await sendAndWait(page, typed)
+    const question = page.locator('#messages > li.user').last()
+    await expect(question.locator('.text').textContent()).resolves.toBe(typed)
+    expect(await question.locator('img, b').count()).toBe(0)
+    await reply(page).locator('.markdown b', { hasText: 'hi' }).hover()
+    expect(await page.locator('[onerror], [onmouseover]').count()).toBe(0)
+    // Reopened from the server, the stored replies are rendered as safely.
     await page.reload()
     await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)
     await reply(page)
