@@ -1,9 +1,12 @@
 // GET /playground: a page where a person tries the conversation API in a
 // browser, served by the service itself: plain HTML, one stylesheet and small
-// ES modules (the page, and the stream reader, model picker and
-// custom-instructions dialog it imports), read once at startup. No CDN and
-// no build step; the page's Content Security Policy allows nothing but this
-// origin.
+// ES modules (the page, and the stream reader, branch tree, Markdown
+// renderer, dialogs, model picker and custom-instructions dialog it imports),
+// read once at startup. The Markdown parser (marked) and the sanitiser
+// (DOMPurify) are the ES module builds of their npm packages, served from
+// node_modules like the API docs' bundles (plugins/docs/assets.ts). No CDN
+// and no build step; the page's Content Security Policy allows nothing but
+// this origin.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
@@ -21,37 +24,62 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-const FILES = {
-  'page.html': 'text/html; charset=utf-8',
+const JS = 'text/javascript; charset=utf-8'
+
+/** The page's own files, next to this one. */
+const OWN_FILES = {
   'playground.css': 'text/css; charset=utf-8',
-  'playground.js': 'text/javascript; charset=utf-8',
-  'stream.js': 'text/javascript; charset=utf-8',
-  'models.js': 'text/javascript; charset=utf-8',
-  'instructions.js': 'text/javascript; charset=utf-8',
+  'playground.js': JS,
+  'stream.js': JS,
+  'tree.js': JS,
+  'markdown.js': JS,
+  'dialogs.js': JS,
+  'icons.js': JS,
+  'models.js': JS,
+  'instructions.js': JS,
 } as const
 
-type FileName = keyof typeof FILES
+/** The libraries' browser builds, by the name the page imports them as (vendor/<name>). */
+const VENDOR_FILES = {
+  'marked.js': 'marked',
+  'purify.js': 'dompurify',
+} as const
+
+/** The builds end with a source map comment; the maps are not served, so the link goes. */
+const withoutSourceMap = (text: string) => text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n')
 
 const hidden = { detail: { hide: true } }
 
 export function playgroundPlugin() {
-  const text = Object.fromEntries(
-    Object.keys(FILES).map((name) => [name, readFileSync(join(import.meta.dir, name), 'utf8')]),
-  ) as Record<FileName, string>
-  const serve = (name: FileName) => () =>
-    new Response(text[name], {
-      headers: {
-        'content-type': FILES[name],
-        'content-security-policy': CSP,
-        'cache-control': 'no-cache',
-        'x-content-type-options': 'nosniff',
-      },
-    })
-  return new Elysia({ name: 'playground' })
-    .get(PLAYGROUND_PATH, serve('page.html'), hidden)
-    .get(`${PLAYGROUND_PATH}/playground.css`, serve('playground.css'), hidden)
-    .get(`${PLAYGROUND_PATH}/playground.js`, serve('playground.js'), hidden)
-    .get(`${PLAYGROUND_PATH}/stream.js`, serve('stream.js'), hidden)
-    .get(`${PLAYGROUND_PATH}/models.js`, serve('models.js'), hidden)
-    .get(`${PLAYGROUND_PATH}/instructions.js`, serve('instructions.js'), hidden)
+  const read = (path: string) => readFileSync(path, 'utf8')
+  // Resolved and read now: a missing package fails at startup, not on the first visit.
+  const files = new Map<string, { text: string; type: string }>([
+    ['', { text: read(join(import.meta.dir, 'page.html')), type: 'text/html; charset=utf-8' }],
+    ...Object.entries(OWN_FILES).map(
+      ([name, type]) => [`/${name}`, { text: read(join(import.meta.dir, name)), type }] as const,
+    ),
+    ...Object.entries(VENDOR_FILES).map(
+      ([name, specifier]) =>
+        [
+          `/vendor/${name}`,
+          { text: withoutSourceMap(read(Bun.resolveSync(specifier, import.meta.dir))), type: JS },
+        ] as const,
+    ),
+  ])
+  const app = new Elysia({ name: 'playground' })
+  for (const [suffix, { text, type }] of files)
+    app.get(
+      `${PLAYGROUND_PATH}${suffix}`,
+      () =>
+        new Response(text, {
+          headers: {
+            'content-type': type,
+            'content-security-policy': CSP,
+            'cache-control': 'no-cache',
+            'x-content-type-options': 'nosniff',
+          },
+        }),
+      hidden,
+    )
+  return app
 }

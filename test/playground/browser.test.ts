@@ -5,10 +5,9 @@
 // resumes it to the end, buttons follow the routes the server has, the model
 // picker sends and regenerates with the model picked, the custom-instructions
 // dialog saves what the next reply follows, and the page asks nothing of any
-// other host. The first test leaves a screenshot in
-// test/output/playground.png (docs/playground.png is a copy, for the README).
+// other host. (The screenshots are chat-page.test.ts's.)
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { embeddedBackend } from '../support/backends.ts'
@@ -23,7 +22,6 @@ import { LONG_MESSAGE } from '../support/test-models.ts'
 
 if (CHROMIUM_MISSING) console.log(`playground browser test skipped: ${CHROMIUM_MISSING}`)
 
-const OUTPUT = join(import.meta.dir, '..', 'output')
 /** LONG_MESSAGE's reply (59 chunks) takes about 5 s at this delay. */
 const CHUNK_DELAY_MS = '80'
 /** A question a person might ask, long enough for a reply of a few seconds. */
@@ -122,8 +120,6 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('playground in Chromium', () => 
     await grownPast(page, early + 80)
     // Still streaming: the reply grew before it ended.
     expect(await reply(page).getAttribute('class')).toContain('streaming')
-    mkdirSync(OUTPUT, { recursive: true })
-    await page.screenshot({ path: join(OUTPUT, 'playground.png') })
     await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
     const final = await replyText(page)
     expect(final.length).toBeGreaterThan(early + 80)
@@ -178,6 +174,9 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('playground in Chromium', () => 
     const { page } = await signedIn()
     await send(page, 'short one')
     await page.locator('#status', { hasText: 'Done.' }).waitFor(TIMEOUT)
+    // Rename, Archive and Delete are in the conversation's menu (⋯).
+    expect(await page.locator('#conversation-menu').isVisible()).toBe(hasPatch)
+    if (hasPatch) await page.click('#conversation-menu summary')
     expect(await page.locator('#rename').isVisible()).toBe(hasPatch)
     expect(await page.locator('#archive').isVisible()).toBe(hasPatch)
     expect(await page.locator('#delete').isVisible()).toBe(hasPatch)
