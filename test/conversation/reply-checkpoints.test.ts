@@ -2,10 +2,14 @@
 // one statement saves the text so far of many running replies, each only
 // while it is in progress under the runner's fencing token; the batcher saves
 // a reply's newest text at the next tick, nothing of a reply it was told
-// ended, and a failing save is reported and retried with newer text.
+// ended, and a failing save is reported and retried with newer text. Each
+// tick also touches every running reply's row - the runner's heartbeat, the
+// only write with logs that outlive the process - and a turn an earlier
+// runner claimed is taken over only once its row has gone untouched for a
+// lease: a live runner whose lease the turn state lost keeps its turn.
 import { describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { checkpointReplies } from '../../src/conversation/sql/turn-repository.ts'
+import { checkpointReplies, claimNextTurn } from '../../src/conversation/sql/turn-repository.ts'
 import { createReplyCheckpoints } from '../../src/conversation/turn/reply-checkpoints.ts'
 import type { Db } from '../../src/storage/db.ts'
 import { suiteDb } from '../support/backend-apps.ts'
@@ -77,6 +81,58 @@ for (const backend of appBackends())
         'taken-over': '',
       })
       await checkpointReplies(db, [])
+    })
+
+    test('a heartbeat touches the row and keeps its text; a claim takes only a turn gone untouched', async () => {
+      const conversationId = await conversationWith(db, [['running', 'in_progress', 5]])
+      await checkpointReplies(db, [
+        { conversationId, messageId: 'running', token: 5, text: 'kept' },
+      ])
+      await db.query(
+        `UPDATE messages SET updated_at = now() - interval '1 hour' WHERE conversation_id = $1`,
+        [conversationId],
+      )
+      // A heartbeat (no text): the row is fresh again, its text as it was.
+      await checkpointReplies(db, [{ conversationId, messageId: 'running', token: 5 }])
+      expect(await textsOf(db, conversationId)).toEqual({ running: 'kept' })
+      const fresh = await claimNextTurn(db, conversationId, 6, 60_000)
+      expect(fresh?.claim).toBeUndefined()
+      expect(fresh?.turn.messageId).toBe('running')
+      // Untouched for longer than the lease: the runner is gone, the turn is taken.
+      await db.query(
+        `UPDATE messages SET updated_at = now() - interval '1 hour' WHERE conversation_id = $1`,
+        [conversationId],
+      )
+      const stale = await claimNextTurn(db, conversationId, 6, 60_000)
+      expect(stale?.claim?.previousToken).toBe(5)
+      expect(stale?.claim?.content.parts.join('')).toBe('kept')
+    })
+
+    test('without text (logs that outlive the process) the batcher only touches rows, every tick', async () => {
+      const conversationId = await conversationWith(db, [['one', 'in_progress', 1]])
+      const touchedAt = async () =>
+        (
+          await db.query<{ at: Date }>(
+            'SELECT updated_at AS at FROM messages WHERE conversation_id = $1',
+            [conversationId],
+          )
+        )[0]?.at.getTime() ?? 0
+      await db.query(
+        `UPDATE messages SET updated_at = now() - interval '1 hour' WHERE conversation_id = $1`,
+        [conversationId],
+      )
+      const before = await touchedAt()
+      const checkpoints = createReplyCheckpoints(db, 20, () => {}, false)
+      try {
+        checkpoints.update({ conversationId, messageId: 'one', token: 1, text: 'not saved' })
+        await eventually(async () => (await touchedAt()) > before)
+        expect(await textsOf(db, conversationId)).toEqual({ one: '' })
+        // Touched again at later ticks, with no new text.
+        const first = await touchedAt()
+        await eventually(async () => (await touchedAt()) > first)
+      } finally {
+        checkpoints.close()
+      }
     })
 
     test("the batcher saves each reply's newest text at a tick, and none of a reply that ended", async () => {
