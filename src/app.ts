@@ -11,6 +11,8 @@ import { variantPlugin } from '../plugins/variants/index.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import type { FileService } from './files/file-service.ts'
+import { filesRoutes } from './files/files-routes.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimit } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -36,6 +38,8 @@ export interface AppDeps {
   counters?: Cache
   /** Present for `full`. */
   conversations?: ConversationService
+  /** Attachments (CONTRACT §20), for `full`; their routes are absent without them. */
+  files?: FileService
   /** Where logs go; silent when absent (tests). */
   log?: Logger
   /** Served at /metrics; a fresh registry when absent. */
@@ -72,7 +76,8 @@ export function createApp(deps: AppDeps) {
     const cache = required(deps.cache, 'cache')
     const auth = createAuthenticator(config.authJwtSecret)
     const conversations = required(deps.conversations, 'conversations')
-    return app
+    const withFiles = deps.files ? app.use(filesRoutes({ files: deps.files, auth })) : app
+    return withFiles
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},

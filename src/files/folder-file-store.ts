@@ -12,7 +12,7 @@ import type { FileUrlTokens } from './file-url-tokens.ts'
 import { readLimitedBytes } from './limited-bytes.ts'
 
 /** The route the folder's URLs name, with the token as `sig`. */
-export const FOLDER_URL_PATH = '/backend-api/files/blob'
+export const FOLDER_URL_PATH = '/files/blob'
 
 export interface FolderFileStore extends FileStore {
   readonly kind: 'folder'
