@@ -12,6 +12,7 @@ import { createFileRepository, type ReadyFile } from './file-repository.ts'
 import type { FileStore } from './file-store.ts'
 import { servedType } from './file-types.ts'
 import type { FolderFileStore } from './folder-file-store.ts'
+import type { ResolvedFile } from './model-content.ts'
 
 export interface FileServiceOptions {
   db: Db
@@ -202,15 +203,44 @@ export function createFileService(options: FileServiceOptions) {
       return store.serve(token)
     },
 
-    /** The user's ready files among ids (a send's attachments); missing ones are left out. */
+    /** The user's ready files among ids; missing ones (and other users') are left out. */
     readyFiles: (userId: string, ids: readonly string[]): Promise<ReadyFile[]> =>
       files.readyFiles(
         userId,
         ids.filter((id) => FILE_ID.test(id)),
       ),
 
-    /** A ready file's bytes (to hand an image to a model). */
-    bytesOf: (id: string) => store.read(fileKey(idOf(id))),
+    /**
+     * The files a message names (multimodal-message.ts fileIds), in that
+     * order, images with their bytes, for model-content.ts: `not_found` (404)
+     * when one is not a ready file of the user's, as for a conversation.
+     */
+    async resolveAttachments(userId: string, ids: readonly string[]): Promise<ResolvedFile[]> {
+      const found = new Map(
+        (
+          await files.readyFiles(
+            userId,
+            ids.filter((id) => FILE_ID.test(id)),
+          )
+        ).map((row) => [row.id, row]),
+      )
+      return Promise.all(
+        ids.map(async (id) => {
+          const row = found.get(id)
+          if (!row) throw notFound(`File not found: ${id}.`)
+          const image = row.mimeType.startsWith('image/')
+          const bytes = image ? await store.read(fileKey(id)) : undefined
+          if (image && bytes === undefined) throw notFound(`File not found: ${id}.`)
+          return {
+            id,
+            name: row.name,
+            mimeType: row.mimeType,
+            text: row.text,
+            ...(bytes ? { bytes } : {}),
+          }
+        }),
+      )
+    },
   }
 }
 

@@ -389,6 +389,32 @@ describeEachBackend(
       expect(await rowsOf(user)).toEqual([])
     })
 
+    test("a message's files resolve for their owner only: images with their bytes, documents with their text; another user's or a pending file is a 404", async () => {
+      const owner = newUser()
+      const image = png(3, 2)
+      const photo = await upload(owner, 'photo.png', image)
+      const notes = await upload(owner, 'notes.md', new TextEncoder().encode('# Notes'))
+      const resolved = await t.files.resolveAttachments(owner, [photo.id, notes.id])
+      expect(resolved.map(({ bytes, ...file }) => [file, bytes && Buffer.from(bytes)])).toEqual([
+        [
+          { id: photo.id, name: 'photo.png', mimeType: 'image/png', text: null },
+          Buffer.from(image),
+        ],
+        [{ id: notes.id, name: 'notes.md', mimeType: 'text/markdown', text: '# Notes' }, undefined],
+      ])
+      const pending = (await (await create(owner, 'later.txt', 5)).json()) as Created
+      for (const [user, ids] of [
+        [newUser(), [photo.id]],
+        [owner, [photo.id, pending.file_id]],
+        [owner, ['file-00000000000000000000000000000000']],
+        [owner, ['../etc/passwd']],
+      ] as const) {
+        const refused = await t.files.resolveAttachments(user, ids).catch((error) => error)
+        expect(refused).toBeInstanceOf(DomainError)
+        expect(refused).toMatchObject({ kind: 'not_found' })
+      }
+    })
+
     test('a PDF whose text is not out by the deadline is a 422, and the worker is stopped; nothing is stored', async () => {
       const dir = join(tmpdir(), uniqueName('conduit-files'))
       const store = createFolderFileStore({ dir, tokens: createFileUrlTokens('deadline-secret') })
