@@ -310,6 +310,16 @@ describeEachBackend(
       expect((await create(user, 'g.txt', 1)).status).toBe(200)
     })
 
+    test('creates at once cannot pass the quota together', async () => {
+      const user = newUser()
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => create(user, `c${i}.txt`, MAX)),
+      )
+      const statuses = answers.map((response) => response.status).sort()
+      expect(statuses).toEqual([200, 200, 200, 200, 413, 413, 413, 413])
+      expect((await rowsOf(user)).length).toBe(4)
+    })
+
     test('a tampered or cross-file upload URL is a 401 and stores nothing', async () => {
       const user = newUser()
       const a = (await (await create(user, 'a.txt', 5)).json()) as Created
