@@ -45,6 +45,25 @@ export const IMPORT_RULES: ImportRule[] = [
     why: 'the domain knows nothing of HTTP: only its routes and schemas face Elysia',
   },
   {
+    from: 'src/files/',
+    forbid: [
+      'src/conversation/',
+      'src/state/',
+      'plugins/',
+      'src/dependencies.ts',
+      'ioredis',
+      'postgres',
+      '@electric-sql/pglite',
+    ],
+    why: 'attachments get their stores as parameters and know nothing of the chat domain',
+  },
+  {
+    from: 'src/files/',
+    forbid: ['elysia', 'src/http/'],
+    exempt: HTTP_FACING,
+    why: 'attachments know nothing of HTTP: only their routes and schemas face Elysia',
+  },
+  {
     from: 'src/http/',
     forbid: ['src/conversation/', 'plugins/'],
     why: 'the HTTP edge serves every plugin and knows none of them',

@@ -12,6 +12,8 @@ import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
 import { shareRoutes } from './conversation/share/share-routes.ts'
+import type { FileService } from './files/file-service.ts'
+import { filesRoutes } from './files/files-routes.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimitWith, MAX_BODY_BYTES } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -37,6 +39,8 @@ export interface AppDeps {
   counters?: Cache
   /** Present for `full`. */
   conversations?: ConversationService
+  /** Attachments (CONTRACT §20), for `full`; their routes are absent without them. */
+  files?: FileService
   /** Where logs go; silent when absent (tests). */
   log?: Logger
   /** Served at /metrics; a fresh registry when absent. */
@@ -78,7 +82,8 @@ export function createApp(deps: AppDeps) {
     const cache = required(deps.cache, 'cache')
     const auth = createAuthenticator({ jwtSecret: config.authJwtSecret, jwks: config.authJwks })
     const conversations = required(deps.conversations, 'conversations')
-    return app
+    const withFiles = deps.files ? app.use(filesRoutes({ files: deps.files, auth })) : app
+    return withFiles
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},

@@ -91,6 +91,7 @@ FormatRegistry.Set(
   'conduit-jwt-secret',
   (value) => Buffer.byteLength(value, 'utf8') >= MIN_JWT_SECRET_BYTES,
 )
+FormatRegistry.Set('conduit-s3-bucket', (value) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value))
 
 /** A whole number from min to max. */
 const integer = (fallback: number, minimum: number, maximum: number) =>
@@ -117,6 +118,9 @@ const text = (options: Partial<VariableOptions> = {}) =>
 /** An optional URL (no default) of a format registered above. */
 const url = (format: string, expected: string) =>
   Type.Optional(Type.String({ format, expected, sensitive: true }))
+
+/** Largest attachment by default: 20 MiB (CONTRACT §20). */
+export const DEFAULT_FILE_MAX_BYTES = 20 * 2 ** 20
 
 /** Largest conversation import by default: 64 MiB. */
 export const DEFAULT_IMPORT_MAX_BYTES = 64 * 2 ** 20
@@ -212,6 +216,20 @@ const variables = {
   NEAR_CACHE_MAX_BYTES: integer(16 * 2 ** 20, 0, 2 ** 34),
   IMPORT_MAX_BYTES: integer(DEFAULT_IMPORT_MAX_BYTES, 1024, 2 ** 32),
   BODY_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
+  // Attachments (CONTRACT §20): a folder (default <DATA_DIR>/files), or an S3-compatible store.
+  FILES_DIR: text({ expected: 'a directory' }),
+  FILE_MAX_BYTES: integer(DEFAULT_FILE_MAX_BYTES, 1, 2 ** 31),
+  FILES_MAX_BYTES_PER_USER: integer(2 ** 30, 1, 2 ** 50),
+  S3_BUCKET: Type.Optional(
+    Type.String({
+      format: 'conduit-s3-bucket',
+      expected: 'an S3 bucket name (3 to 63 lower-case letters, digits, dots and hyphens)',
+    }),
+  ),
+  S3_ENDPOINT: url('conduit-http-url', 'an http:// or https:// URL'),
+  S3_REGION: text({ expected: 'an S3 region name' }),
+  S3_ACCESS_KEY_ID: text({ sensitive: true }),
+  S3_SECRET_ACCESS_KEY: text({ sensitive: true }),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

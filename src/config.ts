@@ -2,6 +2,7 @@
 // schema of config-schema.ts, so a bad value stops the process with a
 // one-line message naming the variable, then turned into a Config.
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import {
@@ -119,6 +120,23 @@ export interface Config {
   importMaxBytes: number
   /** Longest a request body may take to arrive in full before the request is a 408. */
   bodyTimeoutMs: number
+  files: FilesConfig
+}
+
+/** Where attachments live and how large they may be (CONTRACT §20). */
+export interface FilesConfig {
+  /** FILES_DIR, default <DATA_DIR>/files: the folder store, when there is no S3 store. */
+  dir: string
+  /** The S3-compatible store of S3_BUCKET and the other S3_* variables, if set. */
+  s3?: {
+    bucket: string
+    endpoint?: string
+    region?: string
+    accessKeyId?: string
+    secretAccessKey?: string
+  }
+  maxBytes: number
+  maxBytesPerUser: number
 }
 
 export class ConfigError extends Error {}
@@ -337,6 +355,38 @@ function redisConfig(e: CheckedEnv) {
   }
 }
 
+/** The attachments' store and limits; the S3_* variables other than S3_BUCKET need it. */
+function filesConfig(e: CheckedEnv, dataDir: string): FilesConfig {
+  const others = [
+    e.S3_ENDPOINT && 'S3_ENDPOINT',
+    e.S3_REGION && 'S3_REGION',
+    e.S3_ACCESS_KEY_ID && 'S3_ACCESS_KEY_ID',
+    e.S3_SECRET_ACCESS_KEY && 'S3_SECRET_ACCESS_KEY',
+  ].filter((name) => typeof name === 'string')
+  if (!e.S3_BUCKET && others.length > 0)
+    throw new ConfigError(`S3_BUCKET must be set with ${others[0]} (the bucket files go to)`)
+  if ((e.S3_ACCESS_KEY_ID === undefined) !== (e.S3_SECRET_ACCESS_KEY === undefined))
+    throw new ConfigError(
+      'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together or not at all',
+    )
+  return {
+    dir: e.FILES_DIR ?? join(dataDir, 'files'),
+    ...(e.S3_BUCKET
+      ? {
+          s3: {
+            bucket: e.S3_BUCKET,
+            endpoint: e.S3_ENDPOINT,
+            region: e.S3_REGION,
+            accessKeyId: e.S3_ACCESS_KEY_ID,
+            secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+          },
+        }
+      : {}),
+    maxBytes: e.FILE_MAX_BYTES,
+    maxBytesPerUser: e.FILES_MAX_BYTES_PER_USER,
+  }
+}
+
 /** Parses the environment into a Config; throws ConfigError naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const e = checkEnv(env)
@@ -389,6 +439,7 @@ export function loadConfig(env: Env = process.env): Config {
     nearCacheMaxBytes: e.NEAR_CACHE_MAX_BYTES,
     importMaxBytes: e.IMPORT_MAX_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    files: filesConfig(e, e.DATA_DIR ?? './.data'),
   }
 }
 

@@ -12,6 +12,10 @@ import type { ModelProvider } from './conversation/model/provider.ts'
 import { tokenizerFor } from './conversation/model/token-count.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/reads/cache-keys.ts'
 import { createConversationService } from './conversation/service.ts'
+import { createFileService, type FileService } from './files/file-service.ts'
+import { createFileUrlTokens } from './files/file-url-tokens.ts'
+import { createFolderFileStore } from './files/folder-file-store.ts'
+import { createS3FileStore } from './files/s3-file-store.ts'
 import { safeErrorMessage } from './http/dependency-probe.ts'
 import { createReadiness, storeChecks } from './http/readiness.ts'
 import { conversationObserver } from './observability/conversation-observer.ts'
@@ -173,6 +177,19 @@ export function openModels(config: Config): ModelCatalogue {
   )
 }
 
+/**
+ * Attachments (CONTRACT §20): on the S3-compatible store of S3_*, else in the
+ * folder FILES_DIR, whose signed URLs are signed with urlSecret (shared by
+ * every instance, like resume tokens).
+ */
+export function openFiles(config: Config, db: Db, urlSecret: string): FileService {
+  const { s3, dir, maxBytes, maxBytesPerUser } = config.files
+  const store = s3
+    ? createS3FileStore(s3)
+    : createFolderFileStore({ dir: resolve(dir), tokens: createFileUrlTokens(urlSecret) })
+  return createFileService({ db, store, maxBytes, maxBytesPerUser })
+}
+
 /** The default model's provider alone (tests and benchmarks that run one model). */
 export function openModel(config: Config): ModelProvider {
   return openModels(config).defaultModel.provider
@@ -319,8 +336,13 @@ export async function openDependencies(
       await conversations.close(config.shutdownGraceMs)
     })
     conversations.startRecovery()
+    const files = openFiles(
+      config,
+      db,
+      config.resumeTokenSecret ?? (await state.sharedSecret('file-url')),
+    )
     const readiness = createReadiness(storeChecks({ db, cache, state }))
-    return { config, db, cache, state, conversations, rateLimits, readiness, ...observed }
+    return { config, db, cache, state, conversations, files, rateLimits, readiness, ...observed }
   } catch (error) {
     await close().catch(() => {})
     throw error

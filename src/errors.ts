@@ -19,6 +19,8 @@ export type ErrorKind =
   | 'too_slow'
   /** The input breaks a rule (shape, range, encoding, place in the tree). */
   | 'invalid'
+  /** The input is of a type the service cannot use (an attachment it cannot read). */
+  | 'unsupported_type'
   /** The service has no room for more work now; come back later. */
   | 'busy'
   /** This user asks too often; come back later. */
@@ -53,6 +55,7 @@ export const tooLarge = (detail: string) => new DomainError('too_large', detail)
 export const tooSlow = (detail: string) => new DomainError('too_slow', detail)
 export const invalid = (detail: string, code?: string) =>
   new DomainError('invalid', detail, { code })
+export const unsupportedType = (detail: string) => new DomainError('unsupported_type', detail)
 export const busy = (detail: string, retryAfterSeconds: number) =>
   new DomainError('busy', detail, { retryAfterSeconds })
 export const rateLimited = (detail: string, retryAfterSeconds: number) =>

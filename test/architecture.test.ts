@@ -48,6 +48,8 @@ describe('each rule catches what it forbids', () => {
     ['src/conversation/tree/tree-detail.ts', "import { Elysia } from 'elysia'"],
     ['src/conversation/sql/tree-repository.ts', "import { auth } from '../../http/auth.ts'"],
     ['src/http/cors.ts', "import { x } from '../conversation/routes.ts'"],
+    ['src/files/file-store.ts', "import { x } from '../conversation/service.ts'"],
+    ['src/files/folder-file-store.ts', "import { Elysia } from 'elysia'"],
   ]
   for (const [path, source] of cases)
     test(`${path}: ${source}`, () => {
@@ -60,6 +62,7 @@ describe('each rule catches what it forbids', () => {
       'src/conversation/management/management-routes.ts',
       'src/conversation/stream/stream-schemas.ts',
       'src/conversation/tree/detail-schema.ts',
+      'src/files/files-routes.ts',
     ])
       expect(violations([{ path, source: "import { t } from 'elysia'" }])).toEqual([])
   })

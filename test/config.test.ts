@@ -571,6 +571,7 @@ describe('every variable of the schema', () => {
       'DATA_DIR',
       'DEBUG',
       'DEBUG_TOOLBAR',
+      'FILES_DIR',
       'HOT_RELOAD',
       'MODEL',
       'MODELS',
@@ -582,6 +583,9 @@ describe('every variable of the schema', () => {
       'REDIS_TLS_CA_FILE',
       'REDIS_USERNAME',
       'RESUME_TOKEN_SECRET',
+      'S3_ACCESS_KEY_ID',
+      'S3_REGION',
+      'S3_SECRET_ACCESS_KEY',
     ])
   })
 

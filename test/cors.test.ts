@@ -68,7 +68,7 @@ for (const backend of appBackends())
         new Request('http://localhost/backend-api/models', { headers: { origin: FRONT_END } }),
       )
       expect(read.headers.get('access-control-allow-methods')).toBe(
-        'GET, POST, PATCH, DELETE, OPTIONS',
+        'GET, POST, PUT, PATCH, DELETE, OPTIONS',
       )
       expect(read.headers.get('access-control-max-age')).toBeNull()
     })

@@ -17,6 +17,7 @@ const EXPECTED: Record<ErrorKind, [status: number, code: string]> = {
   too_large: [413, 'payload_too_large'],
   too_slow: [408, 'request_timeout'],
   invalid: [422, 'validation_error'],
+  unsupported_type: [415, 'unsupported_media_type'],
   busy: [429, 'too_many_requests'],
   rate_limited: [429, 'rate_limited'],
   unavailable: [503, 'service_unavailable'],

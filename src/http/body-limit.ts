@@ -73,9 +73,13 @@ export async function readLimitedText(
 
 /**
  * Routes that read their own body as a stream, with a limit of their own (an
- * import, CONTRACT §17): their body is left unread here, and they get this as `body`.
+ * import, CONTRACT §17; an attachment's bytes, §20): their body is left unread here, and they get this as `body`.
  */
-const STREAMED_BODY_ROUTES = new Set(['/backend-api/conversations/import'])
+const STREAMED_BODY_ROUTES = new Set([
+  '/backend-api/conversations/import',
+  // The folder store's signed upload URL (src/files/): an attachment's bytes, up to FILE_MAX_BYTES.
+  '/files/blob',
+])
 export const STREAMED_BODY = Object.freeze({ streamed: true })
 
 export interface BodyLimitOptions {

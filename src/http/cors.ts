@@ -13,8 +13,17 @@
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 
-export const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS']
-export const CORS_HEADERS = ['content-type', 'authorization', 'x-user-id', 'x-conduit-token']
+// PUT and the x-ms-* headers: a browser client uploads an attachment's bytes to
+// the folder store's signed URL as chatgpt.com's clients do to Azure (§20).
+export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+export const CORS_HEADERS = [
+  'content-type',
+  'authorization',
+  'x-user-id',
+  'x-conduit-token',
+  'x-ms-blob-type',
+  'x-ms-version',
+]
 
 /** The plugin's settings: the same for every origin mode it is used in. */
 const ALLOWED_HEADERS = CORS_HEADERS.join(', ')

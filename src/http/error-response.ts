@@ -17,6 +17,7 @@ const HTTP_OF_KIND: Readonly<Record<ErrorKind, { status: number; code: string }>
   too_large: { status: 413, code: 'payload_too_large' },
   too_slow: { status: 408, code: 'request_timeout' },
   invalid: { status: 422, code: 'validation_error' },
+  unsupported_type: { status: 415, code: 'unsupported_media_type' },
   busy: { status: 429, code: 'too_many_requests' },
   rate_limited: { status: 429, code: 'rate_limited' },
   unavailable: { status: 503, code: 'service_unavailable' },

@@ -1,12 +1,14 @@
 // Builds the full application for conversation tests on one app backend (its
 // shared database and a cache of its own), with the local model at full speed,
 // plus small HTTP helpers.
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
 import type { ConversationObserver } from '../../src/conversation/turn/observer.ts'
-import { openModels, openRateLimits } from '../../src/dependencies.ts'
+import { openFiles, openModels, openRateLimits } from '../../src/dependencies.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
@@ -56,16 +58,22 @@ export async function conversationApp(options: TestAppOptions) {
     warn: () => {},
     observer: options.observer,
   })
+  // Attachments in FILES_DIR, or a folder of this app's own (made on its first file), signed as resume tokens are.
+  const filesConfig = options.env?.FILES_DIR
+    ? config
+    : { ...config, files: { ...config.files, dir: join(tmpdir(), uniqueName('conduit-files')) } }
+  const files = openFiles(filesConfig, db, config.resumeTokenSecret ?? 'test-resume-secret')
   const app = createApp({
     config,
     db,
     cache,
     conversations,
+    files,
     log: options.log,
     metrics: options.metrics,
     rateLimits: options.rateLimits,
   })
-  return { app, db, cache, state, conversations, config }
+  return { app, db, cache, state, conversations, files, config: filesConfig }
 }
 
 export type TestApp = Awaited<ReturnType<typeof conversationApp>>
