@@ -21,7 +21,7 @@ import { createListPages } from './reads/list-pages.ts'
 import { conversationDetail, conversationList } from './reads/reads.ts'
 import { createShares } from './share/shares.ts'
 import { isOwnConversation } from './sql/conversations-repository.ts'
-import { nextTurn, requestStop, runningTurn } from './sql/turn-repository.ts'
+import { nextTurn, requestStop, runningTurn, storedReply } from './sql/turn-repository.ts'
 import { createResumeTokens } from './stream/resume-token.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
@@ -123,6 +123,8 @@ export function createConversationService(options: ConversationServiceOptions) {
     recoveryMs: storeRecoveryMs + options.leaseMs,
     checkMs: options.readerCheckMs ?? 1_000,
     stopping: stopping.signal,
+    storedReply: (turn: { conversationId: string; messageId: string }) =>
+      storedReply(db, turn.conversationId, turn.messageId),
   }
   let openReaders = 0
   let readersGone: (() => void) | undefined

@@ -7,6 +7,7 @@
 // process that stops, ends each stream with the reader's own last items.
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
+import { appendFrame } from '../../src/conversation/stream/encoding.ts'
 import { restoreLog } from '../../src/conversation/turn/log-restore.ts'
 import {
   readerEnding,
@@ -185,6 +186,28 @@ for (const { name, writer, reader } of storeSets())
         frame(0),
         ...readerEnding(turn, 'state_unavailable', STATE_UNAVAILABLE_DETAIL),
       ])
+    })
+
+    test('a log gone after its reply was stored: the reader gets the rest of the stored reply and its ending', async () => {
+      const turn = newTurn()
+      await writer.open(turn, [frame(0), appendFrame('Hello')])
+      const read = reading(
+        readTurnStream(reader, turn, 0, new AbortController().signal, {
+          ...options(60_000),
+          storedReply: async (asked) => {
+            expect(asked.messageId).toBe(turn.messageId)
+            return { text: 'Hello, world', finish: 'stop' }
+          },
+        }),
+      )
+      await read.atLeast(2)
+      await writer.remove(turn.messageId)
+      const all = await read.all
+      expect(all.slice(0, 3)).toEqual([frame(0), appendFrame('Hello'), appendFrame(', world')])
+      expect(all.at(-3)).toContain('"finish_details":{"type":"stop"}')
+      expect(all.at(-2)).toContain('"type":"message_stream_complete"')
+      expect(all.at(-1)).toBe(DONE)
+      expect(all.some((item) => item.includes('"type":"error"'))).toBe(false)
     })
 
     test('a process that stops ends the stream still open with an interrupted ending', async () => {

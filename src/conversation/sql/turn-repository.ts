@@ -191,6 +191,31 @@ export async function storedEndings(
   )
 }
 
+/** A reply as stored, for a reader whose log is gone: its text and how it ended (undefined while in progress). */
+export interface StoredReply {
+  text: string
+  finish: FinishType | undefined
+}
+
+/** The stored reply `messageId` of a conversation; undefined when there is none. */
+export async function storedReply(
+  db: Queryable,
+  conversationId: string,
+  messageId: string,
+): Promise<StoredReply | undefined> {
+  const rows = await db.query<{ status: string; content: TextContent; finish: FinishType | null }>(
+    `SELECT status, content, metadata->'finish_details'->>'type' AS finish
+       FROM messages WHERE conversation_id = $1 AND id = $2`,
+    [conversationId, messageId],
+  )
+  const row = rows[0]
+  if (!row) return undefined
+  return {
+    text: (row.content.parts ?? []).join(''),
+    finish: row.status === 'in_progress' ? undefined : (row.finish ?? 'stop'),
+  }
+}
+
 /** What claiming a conversation's next turn found. */
 export interface NextTurn {
   /** The conversation's oldest unfinished turn. */

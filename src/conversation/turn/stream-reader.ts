@@ -8,8 +8,15 @@
 // `recoveryMs`, or that is still open when the process stops, ends the stream
 // itself: an error item naming why, the completion patch of a partial reply,
 // message_stream_complete and [DONE] - never a connection closed mid-stream.
+// Where the reply is already stored by then (its log was flushed after the
+// runner ended it, or the turn state stayed away while the database did not),
+// the reader ends as the stored reply did instead, with the text it had not
+// yet been sent: what it was sent is then what is stored.
 import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { StoredReply } from '../sql/turn-repository.ts'
 import {
+  appendedText,
+  appendFrame,
   completionItem,
   DONE_FRAME,
   doneItem,
@@ -26,6 +33,11 @@ export interface StreamReaderOptions {
   checkMs: number
   /** Aborted when the process stops: readers still open end at once with their own last items. */
   stopping: AbortSignal
+  /** The reply as stored, asked while the log fails or is gone. */
+  storedReply?: (turn: {
+    conversationId: string
+    messageId: string
+  }) => Promise<StoredReply | undefined>
 }
 
 export const STATE_UNAVAILABLE_DETAIL =
@@ -72,6 +84,8 @@ export async function* readTurnStream(
   options: StreamReaderOptions,
 ): AsyncGenerator<readonly string[]> {
   let next = offset
+  /** What this reader was sent, from item 0 (only then can it tell a stored reply's rest). */
+  const sent: (readonly string[])[] = []
   /** Since when the log has failed or been missing; undefined while it answers. */
   let failingSince: number | undefined
   let stateFailed = false
@@ -92,6 +106,35 @@ export async function* readTurnStream(
   }
   const outOfTime = () =>
     failingSince !== undefined && Date.now() - failingSince >= options.recoveryMs
+
+  /** The rest of a reply stored meanwhile, and its ending; undefined while it is not stored. */
+  async function storedEnding(): Promise<string[] | undefined> {
+    if (offset !== 0 || !options.storedReply) return undefined
+    const stored = await options.storedReply(turn).catch(() => undefined)
+    if (!stored?.finish) return undefined
+    const seen = appendedText(sent.flat())
+    if (!stored.text.startsWith(seen))
+      return readerEnding(turn, 'state_unavailable', STATE_UNAVAILABLE_DETAIL)
+    const rest = stored.text.slice(seen.length)
+    return [
+      ...(rest ? [appendFrame(rest)] : []),
+      ...(stored.finish === 'error'
+        ? [
+            frameOf(
+              errorItem(
+                turn.conversationId,
+                turn.messageId,
+                STATE_UNAVAILABLE_DETAIL,
+                'state_unavailable',
+              ),
+            ),
+          ]
+        : []),
+      ...[completionItem(stored.finish), streamCompleteItem(turn.conversationId), doneItem()].map(
+        frameOf,
+      ),
+    ]
+  }
 
   while (!signal.aborted) {
     const inner = new AbortController()
@@ -122,9 +165,16 @@ export async function* readTurnStream(
             continue
           }
           // Silence: is the log still there to wait on?
-          if (!(await answers()) && outOfTime()) {
-            outcome = 'gave_up'
-            break
+          if (!(await answers())) {
+            const ending = await storedEnding()
+            if (ending) {
+              yield ending
+              return
+            }
+            if (outOfTime()) {
+              outcome = 'gave_up'
+              break
+            }
           }
           continue
         }
@@ -133,6 +183,7 @@ export async function* readTurnStream(
         failingSince = undefined
         const batch = step.value
         next += batch.length
+        if (offset === 0) sent.push(batch)
         yield batch
         if (batch[batch.length - 1] === DONE_FRAME) return
       }
@@ -162,10 +213,20 @@ export async function* readTurnStream(
       }
       failingSince ??= Date.now()
     } else failingSince ??= Date.now()
+    const ending = await storedEnding()
+    if (ending) {
+      yield ending
+      return
+    }
     if (options.stopping.aborted || outOfTime()) break
     await wait(Math.min(options.checkMs, 250), either)
   }
   if (signal.aborted) return
+  const ending = await storedEnding()
+  if (ending) {
+    yield ending
+    return
+  }
   yield options.stopping.aborted && !stateFailed
     ? readerEnding(turn, 'interrupted', SERVER_STOPPED_DETAIL)
     : readerEnding(turn, 'state_unavailable', STATE_UNAVAILABLE_DETAIL)
