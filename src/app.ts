@@ -11,6 +11,7 @@ import { variantPlugin } from '../plugins/variants/index.ts'
 import type { Config } from './config.ts'
 import { conversationRoutes } from './conversation/routes.ts'
 import type { ConversationService } from './conversation/service.ts'
+import { admission } from './http/admission.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimit } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -19,6 +20,7 @@ import { inputGuard } from './http/input-guard.ts'
 import { opsRoutes } from './http/ops-routes.ts'
 import { createReadiness, type Readiness, storeChecks } from './http/readiness.ts'
 import { responseHeaders } from './http/response-headers.ts'
+import type { EventLoopLag } from './observability/event-loop-lag.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
 import { requestLog } from './observability/request-log.ts'
@@ -44,6 +46,8 @@ export interface AppDeps {
   readiness?: Readiness
   /** Per-user limits of the conversation API; none when absent. */
   rateLimits?: RateLimits
+  /** This process's event-loop lag (observability/event-loop-lag.ts): sends are shed past OVERLOAD_LAG_MS; not checked when absent. */
+  eventLoopLag?: EventLoopLag
 }
 
 function required<T>(value: T | undefined, what: string): T {
@@ -73,6 +77,15 @@ export function createApp(deps: AppDeps) {
     const auth = createAuthenticator(config.authJwtSecret)
     const conversations = required(deps.conversations, 'conversations')
     return app
+      .use(
+        // Before the rate limits and the routes: a shed send costs no store and no body parse.
+        admission({
+          limits: config.admission,
+          turns: conversations,
+          ...(deps.eventLoopLag ? { lag: deps.eventLoopLag } : {}),
+          metrics,
+        }),
+      )
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},

@@ -6,6 +6,7 @@
 import { createApp } from './app.ts'
 import { type Config, ConfigError, loadConfig } from './config.ts'
 import { nearCacheMode, openDependencies } from './dependencies.ts'
+import { startEventLoopLag } from './observability/event-loop-lag.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
 import { checkPortFree, listenFailure, openUrls } from './startup.ts'
@@ -33,9 +34,10 @@ async function main() {
     fail(listenFailure(error, config))
   }
   const log = createLogger({ level: config.logLevel })
-  const metrics = createMetrics()
+  const lag = startEventLoopLag()
+  const metrics = createMetrics({ eventLoopLag: lag })
 
-  const deps = await openDependencies(config, { log, metrics }).catch((error: unknown) => {
+  const deps = await openDependencies(config, { log, metrics, lag }).catch((error: unknown) => {
     if (error instanceof DataDirLockedError) fail(error.message)
     fail(`could not start: ${error instanceof Error ? error.message : String(error)}`)
   })
