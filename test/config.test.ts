@@ -178,7 +178,7 @@ describe('loadConfig rejects invalid values, naming the variable', () => {
     expect(loadConfig({}).admission).toEqual({
       maxOpenRequests: 10_000,
       maxRunningTurns: 10_000,
-      overloadLagMs: 500,
+      overloadLagMs: 250,
     })
     expect(
       loadConfig({ MAX_OPEN_REQUESTS: '2', MAX_RUNNING_TURNS: '3', OVERLOAD_LAG_MS: '0' })

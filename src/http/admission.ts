@@ -10,9 +10,10 @@
 //   count, server.pendingRequests), over MAX_OPEN_REQUESTS;
 // - running_turns: turns running or being accepted here (the conversation
 //   layer's RunningTurns) at MAX_RUNNING_TURNS;
-// - event_loop_lag: the event loop ran OVERLOAD_LAG_MS late or more within
-//   the last second. On a busy machine that, not a count, is what comes
-//   first: a process that late misses the stores' deadlines itself.
+// - event_loop_lag: the event loop typically ran OVERLOAD_LAG_MS late or
+//   more over the last second (the median, so one stall sheds nothing). On a
+//   busy machine that, not a count, is what comes first: a process that late
+//   misses the stores' deadlines itself.
 //
 // A retried send (CONTRACT §14) is shed like any other: telling one apart
 // costs a database read, which is the work shedding saves; its retry later

@@ -5,9 +5,12 @@
 //   The stores' failure policy (storage/store-failure.ts) asks it when a
 //   deadline passed: a deadline missed while the loop was itself behind for
 //   much of the window says nothing about the store (CONTRACT §19).
-// - recentLagMs(): the longest a tick was late over the last second, the
-//   usual "event loop lag", which admission control (http/admission.ts)
-//   sheds new sends on and /metrics shows.
+// - recentLagMs(): how late the loop typically ran over the last second (the
+//   median of its ticks' delays, a stall going on now counted as one), which
+//   admission control (http/admission.ts) sheds new sends on and /metrics
+//   shows. The median, not the longest: one stall (a fresh process compiling
+//   its hot paths, a GC, a large import) is over once it is over, and must
+//   not shed the sends after it; a loop behind at every turn is overloaded.
 //
 // A timer rather than perf_hooks' monitorEventLoopDelay: its histogram has no
 // time axis, and the policy needs the lag within one call's window. The ticks
@@ -15,7 +18,7 @@
 import type { LagSource } from '../storage/store-failure.ts'
 
 export interface EventLoopLag extends LagSource {
-  /** The longest tick delay (ms) over the last second, a stall going on now included. */
+  /** The median tick delay (ms) over the last second, a stall going on now counted as a tick. */
   recentLagMs(): number
   stop(): void
 }
@@ -41,6 +44,8 @@ export function startEventLoopLag(options: EventLoopLagOptions = {}): EventLoopL
   let count = 0
   let head = 0
   let lastTick = now()
+  /** The delays of the last second's ticks, sorted for their median (reused: no garbage per call). */
+  const recent = new Float64Array(size + 1)
   let timer: ReturnType<typeof setTimeout> | undefined
 
   const tick = () => {
@@ -74,13 +79,18 @@ export function startEventLoopLag(options: EventLoopLagOptions = {}): EventLoopL
     },
     recentLagMs() {
       const time = now()
-      let longest = ongoing(time)
+      const current = ongoing(time)
+      let n = 0
+      // A stall going on now counts only once it is a tick late: an on-time loop has none.
+      if (current > 0) recent[n++] = current
       for (let i = 1; i <= count; i++) {
         const index = (head - i + size) % size
         if ((at[index] as number) <= time - RECENT_MS) break
-        longest = Math.max(longest, late[index] as number)
+        recent[n++] = late[index] as number
       }
-      return longest
+      if (n === 0) return 0
+      const sorted = recent.subarray(0, n).sort()
+      return sorted[Math.floor(n / 2)] as number
     },
     stop() {
       clearTimeout(timer)

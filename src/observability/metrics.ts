@@ -115,7 +115,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   if (lag)
     new Gauge({
       name: 'conduit_event_loop_lag_seconds',
-      help: 'The longest this process ran a timer late over the last second (what OVERLOAD_LAG_MS is compared with).',
+      help: 'How late this process ran a 10 ms timer over the last second, the median (what OVERLOAD_LAG_MS is compared with).',
       registers,
       collect() {
         this.set(lag.recentLagMs() / 1000)

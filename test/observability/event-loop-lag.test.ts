@@ -1,9 +1,10 @@
 // The event-loop lag monitor (src/observability/event-loop-lag.ts) against a
 // loop this test really blocks: a busy loop of STALL_MS is seen by
 // lagSince() from before it (also while the stall still goes on, before any
-// tick could record it), counts only from `since` on, and shows in
-// recentLagMs(). Only lower bounds: how little lag a quiet loop has depends
-// on the machine.
+// tick could record it), counts only from `since` on, and stalls add up; a
+// loop kept busy at every turn shows in recentLagMs(), one stall once over
+// does not. Bounds are generous: how little lag a quiet loop has depends on
+// the machine.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { type EventLoopLag, startEventLoopLag } from '../../src/observability/event-loop-lag.ts'
 
@@ -24,7 +25,7 @@ let monitor: EventLoopLag | undefined
 afterEach(() => monitor?.stop())
 
 describe('event loop lag', () => {
-  test('a stall shows in lagSince from before it and in recentLagMs', async () => {
+  test('a stall shows in lagSince from before it, also while it goes on', async () => {
     monitor = startEventLoopLag()
     await ticks()
     const before = performance.now()
@@ -33,7 +34,23 @@ describe('event loop lag', () => {
     expect(monitor.lagSince(before)).toBeGreaterThanOrEqual(SEEN_MS)
     await ticks()
     expect(monitor.lagSince(before)).toBeGreaterThanOrEqual(SEEN_MS)
-    expect(monitor.recentLagMs()).toBeGreaterThanOrEqual(SEEN_MS)
+  })
+
+  test('recentLagMs: a loop behind at every turn shows; one stall, once over, does not', async () => {
+    monitor = startEventLoopLag()
+    await ticks()
+    // Busy 60 ms at every turn of the loop for over a second: every tick runs about 50 ms late.
+    const until = performance.now() + 1_200
+    while (performance.now() < until) {
+      busy(60)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    expect(monitor.recentLagMs()).toBeGreaterThanOrEqual(25)
+    // Then one long stall, and the loop idle again for a little while.
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    busy(STALL_MS)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(monitor.recentLagMs()).toBeLessThan(STALL_MS / 2)
   })
 
   test('lag before `since` does not count', async () => {
