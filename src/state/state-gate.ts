@@ -2,10 +2,11 @@
 //
 // - Every call reports an outage: one that fails because Redis cannot be
 //   reached (isStateUnavailable: a missed deadline, a lost connection, a
-//   failover) opens the breaker, unless it was a deadline that passed while
-//   this process lagged (the breaker's failure policy, store-failure.ts:
-//   the call then fails with a StoreOverloadedError instead), whichever call it is - a running turn's
-//   append as much as a request's read. So the breaker sees each state
+//   failover) opens the breaker, whichever call it is - a running turn's
+//   append as much as a request's read - unless it was a deadline that
+//   passed while this process lagged (the breaker's failure policy,
+//   store-failure.ts): that call fails with a StoreOverloadedError (a 503
+//   `overloaded` for a request) and opens nothing. So the breaker sees each state
 //   command's failure where the service awaits it, without reaching into
 //   the Redis client.
 // - The calls that only a request waits for - a log's state (resume, stream
