@@ -14,6 +14,7 @@ import type { ConversationService } from './conversation/service.ts'
 import { shareRoutes } from './conversation/share/share-routes.ts'
 import type { FileService } from './files/file-service.ts'
 import { filesRoutes } from './files/files-routes.ts'
+import { admission } from './http/admission.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { bodyLimitWith, MAX_BODY_BYTES } from './http/body-limit.ts'
 import { corsPlugin } from './http/cors.ts'
@@ -22,6 +23,7 @@ import { inputGuard } from './http/input-guard.ts'
 import { opsRoutes } from './http/ops-routes.ts'
 import { createReadiness, type Readiness, storeChecks } from './http/readiness.ts'
 import { responseHeaders } from './http/response-headers.ts'
+import type { EventLoopLag } from './observability/event-loop-lag.ts'
 import { type Logger, silentLogger } from './observability/logger.ts'
 import { createMetrics, type Metrics } from './observability/metrics.ts'
 import { requestLog } from './observability/request-log.ts'
@@ -49,6 +51,8 @@ export interface AppDeps {
   readiness?: Readiness
   /** Per-user limits of the conversation API; none when absent. */
   rateLimits?: RateLimits
+  /** This process's event-loop lag (observability/event-loop-lag.ts): sends are shed past OVERLOAD_LAG_MS; not checked when absent. */
+  eventLoopLag?: EventLoopLag
 }
 
 function required<T>(value: T | undefined, what: string): T {
@@ -84,6 +88,15 @@ export function createApp(deps: AppDeps) {
     const conversations = required(deps.conversations, 'conversations')
     const withFiles = deps.files ? app.use(filesRoutes({ files: deps.files, auth })) : app
     return withFiles
+      .use(
+        // Before the rate limits and the routes: a shed send costs no store and no body parse.
+        admission({
+          limits: config.admission,
+          turns: conversations,
+          ...(deps.eventLoopLag ? { lag: deps.eventLoopLag } : {}),
+          metrics,
+        }),
+      )
       .use(
         rateLimitPlugin({
           limits: deps.rateLimits ?? {},

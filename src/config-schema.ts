@@ -201,6 +201,10 @@ const variables = {
   HOT_RELOAD: text(),
   DEBUG_TOOLBAR: text(),
   MAX_RUNNING_CONVERSATIONS: integer(10_000, 1, 10_000_000),
+  MAX_OPEN_REQUESTS: integer(10_000, 1, 10_000_000),
+  MAX_RUNNING_TURNS: integer(10_000, 1, 10_000_000),
+  // Half of CACHE_TIMEOUT_MS's default: a loop typically that late starts to miss the stores' deadlines itself.
+  OVERLOAD_LAG_MS: integer(250, 0, 60_000),
   TURN_LEASE_MS: integer(10_000, 100, 60_000),
   RESUME_RETENTION_MS: integer(900_000, 600_000, 86_400_000),
   SHUTDOWN_GRACE_MS: integer(30_000, 0, 300_000),

@@ -37,6 +37,14 @@ export interface RateLimitConfig {
   windowSeconds: number
 }
 
+/** The limits past which a new send is shed as overloaded (MAX_OPEN_REQUESTS, MAX_RUNNING_TURNS, OVERLOAD_LAG_MS). */
+export interface AdmissionConfig {
+  maxOpenRequests: number
+  maxRunningTurns: number
+  /** 0: lag is not checked. */
+  overloadLagMs: number
+}
+
 export interface Config {
   port: number
   host: string
@@ -93,6 +101,13 @@ export interface Config {
   debugToolbar: string | undefined
   /** Most conversations one process runs turns for at once; past it sends get 429. */
   maxRunningConversations: number
+  /**
+   * Admission control (http/admission.ts): past any of these a new send is
+   * shed with 503 `overloaded` before it costs anything. Requests open on
+   * this server (streams included), turns running or being accepted, and the
+   * event-loop lag in ms (0: not checked).
+   */
+  admission: AdmissionConfig
   /** Lease on a conversation's turns; a dead instance's turns are taken over after about this. */
   turnLeaseMs: number
   /** How long a finished turn's stream stays resumable. */
@@ -422,6 +437,11 @@ export function loadConfig(env: Env = process.env): Config {
     hotReload: e.HOT_RELOAD,
     debugToolbar: e.DEBUG_TOOLBAR,
     maxRunningConversations: e.MAX_RUNNING_CONVERSATIONS,
+    admission: {
+      maxOpenRequests: e.MAX_OPEN_REQUESTS,
+      maxRunningTurns: e.MAX_RUNNING_TURNS,
+      overloadLagMs: e.OVERLOAD_LAG_MS,
+    },
     turnLeaseMs: e.TURN_LEASE_MS,
     resumeRetentionMs: e.RESUME_RETENTION_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

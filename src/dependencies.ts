@@ -19,6 +19,7 @@ import { createS3FileStore } from './files/s3-file-store.ts'
 import { safeErrorMessage } from './http/dependency-probe.ts'
 import { createReadiness, storeChecks } from './http/readiness.ts'
 import { conversationObserver } from './observability/conversation-observer.ts'
+import type { EventLoopLag } from './observability/event-loop-lag.ts'
 import { instrumentedCache } from './observability/instrumented-cache.ts'
 import { instrumentedDb } from './observability/instrumented-db.ts'
 import { type Logger, warnTo } from './observability/logger.ts'
@@ -46,6 +47,7 @@ import {
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
+import { createStoreFailurePolicy, type StoreFailurePolicy } from './storage/store-failure.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -96,7 +98,13 @@ export function openCache(
     log,
     near = false,
     breakerLink,
-  }: { log?: Logger; near?: boolean; breakerLink?: BreakerLink } = {},
+    failures,
+  }: {
+    log?: Logger
+    near?: boolean
+    breakerLink?: BreakerLink
+    failures?: StoreFailurePolicy
+  } = {},
 ): Cache {
   if (!config.cacheRedis) return createMemoryCache()
   const connector = redisConnector(config.cacheRedis)
@@ -104,6 +112,7 @@ export function openCache(
   const shared = createResilientCache(createRedisCache(connector, { keyPrefix }), {
     timeoutMs: config.cacheTimeoutMs,
     breakerLink,
+    ...(failures ? { failures } : {}),
     onStateChange: (state, cause) =>
       state === 'open'
         ? log?.warn({ error: safeErrorMessage(cause) }, 'cache unavailable; bypassing it')
@@ -130,9 +139,15 @@ function openCounterStore(config: Config): Cache {
 }
 
 /** Turn state: in Redis when there is one for it (see Config.stateRedis), else in process. */
-export function openState(config: Config, log?: Logger, breakerLink?: BreakerLink): Promise<State> {
+export function openState(
+  config: Config,
+  log?: Logger,
+  breakerLink?: BreakerLink,
+  failures?: StoreFailurePolicy,
+): Promise<State> {
   const options = {
     breakerLink,
+    ...(failures ? { failures } : {}),
     retentionMs: config.resumeRetentionMs,
     keyPrefix: config.redisStatePrefix,
     warn: log && warnTo(log),
@@ -270,12 +285,18 @@ const NEEDS_CACHE = new Set(['full', 'dependency-check'])
 export interface Observability {
   log: Logger
   metrics: Metrics
+  /**
+   * This process's event-loop lag: a store deadline passed while it lagged
+   * opens no breaker (storage/store-failure.ts), and sends are shed past
+   * OVERLOAD_LAG_MS. Every missed deadline counts as the store's when absent.
+   */
+  lag?: EventLoopLag
 }
 
 /** Opens what config.variant needs; `full` also migrates and starts the conversation service. */
 export async function openDependencies(
   config: Config,
-  { log, metrics }: Observability,
+  { log, metrics, lag }: Observability,
 ): Promise<Dependencies> {
   const closers: (() => Promise<void> | void)[] = []
   const onClose = (fn: () => Promise<void> | void) => closers.push(fn)
@@ -285,7 +306,9 @@ export async function openDependencies(
   try {
     let db: Db | undefined
     let cache: Cache | undefined
-    const observed = { log, metrics, close }
+    const observed = { log, metrics, close, ...(lag ? { eventLoopLag: lag } : {}) }
+    // One judge of store failures for the cache, the state and the rate limits (store-failure.ts).
+    const failures = createStoreFailurePolicy(lag ? { lag } : {})
     // Cache and state on one Redis (REDIS_URL alone, the default) share its
     // fate: a deadline missed by either opens both breakers, so a read
     // waits for one deadline rather than one per store.
@@ -298,7 +321,12 @@ export async function openDependencies(
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }
     if (NEEDS_CACHE.has(config.variant)) {
-      const opened = openCache(config, { log, near: config.variant === 'full', breakerLink })
+      const opened = openCache(config, {
+        log,
+        near: config.variant === 'full',
+        breakerLink,
+        failures,
+      })
       onClose(() => opened.close())
       cache = instrumentedCache(opened, metrics)
     }
@@ -314,7 +342,7 @@ export async function openDependencies(
       return { config, db, cache, readiness, ...observed }
     }
     await migrate(db)
-    const state = await openState(config, log, breakerLink)
+    const state = await openState(config, log, breakerLink, failures)
     onClose(() => state.close())
     const rateLimits = await openRateLimits(config, onClose, { breaker: state.breaker })
     const conversations = createConversationService({

@@ -27,11 +27,16 @@ export type ErrorKind =
   | 'rate_limited'
   /** A store the service needs does not answer. */
   | 'unavailable'
+  /**
+   * This process is past its capacity (open requests, running turns, event
+   * loop lag): it sheds new work rather than fail it slowly; come back later.
+   */
+  | 'overloaded'
 
 export class DomainError extends Error {
   /** A finer wire code than the kind's own (`invalid_json` for a body that is not JSON). */
   readonly code?: string
-  /** When to come back, for `busy` and `rate_limited`. */
+  /** When to come back, for `busy`, `rate_limited` and `overloaded`. */
   readonly retryAfterSeconds?: number
 
   constructor(
@@ -61,3 +66,5 @@ export const busy = (detail: string, retryAfterSeconds: number) =>
 export const rateLimited = (detail: string, retryAfterSeconds: number) =>
   new DomainError('rate_limited', detail, { retryAfterSeconds })
 export const unavailable = (detail: string) => new DomainError('unavailable', detail)
+export const overloaded = (detail: string, retryAfterSeconds: number) =>
+  new DomainError('overloaded', detail, { retryAfterSeconds })

@@ -9,6 +9,7 @@ import { createApp } from './app.ts'
 import { type Config, ConfigError, loadConfig } from './config.ts'
 import { nearCacheMode, openDependencies } from './dependencies.ts'
 import { keylessModels } from './models-config.ts'
+import { startEventLoopLag } from './observability/event-loop-lag.ts'
 import { createLogger } from './observability/logger.ts'
 import { createMetrics } from './observability/metrics.ts'
 import { shutdownPlan } from './shutdown-plan.ts'
@@ -37,7 +38,8 @@ async function main() {
     fail(listenFailure(error, config))
   }
   const log = createLogger({ level: config.logLevel })
-  const metrics = createMetrics()
+  const lag = startEventLoopLag()
+  const metrics = createMetrics({ eventLoopLag: lag })
   const keyless = keylessModels(config.models)
   if (keyless.length > 0)
     log.warn(
@@ -45,7 +47,7 @@ async function main() {
       'no API key for these openai models: their server must take requests without one',
     )
 
-  const deps = await openDependencies(config, { log, metrics }).catch((error: unknown) => {
+  const deps = await openDependencies(config, { log, metrics, lag }).catch((error: unknown) => {
     if (error instanceof DataDirLockedError) fail(error.message)
     fail(`could not start: ${error instanceof Error ? error.message : String(error)}`)
   })

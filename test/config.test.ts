@@ -179,6 +179,27 @@ describe('loadConfig rejects invalid values, naming the variable', () => {
     expect(configError({ DATABASE_TIMEOUT_MS: '10' }).message).toContain('DATABASE_TIMEOUT_MS')
   })
 
+  test('admission limits default high enough for thousands of streams, are taken as given, and checked', () => {
+    expect(loadConfig({}).admission).toEqual({
+      maxOpenRequests: 10_000,
+      maxRunningTurns: 10_000,
+      overloadLagMs: 250,
+    })
+    expect(
+      loadConfig({ MAX_OPEN_REQUESTS: '2', MAX_RUNNING_TURNS: '3', OVERLOAD_LAG_MS: '0' })
+        .admission,
+    ).toEqual({ maxOpenRequests: 2, maxRunningTurns: 3, overloadLagMs: 0 })
+    for (const [name, value] of [
+      ['MAX_OPEN_REQUESTS', '0'],
+      ['MAX_OPEN_REQUESTS', 'many'],
+      ['MAX_RUNNING_TURNS', '-1'],
+      ['MAX_RUNNING_TURNS', '1e9'],
+      ['OVERLOAD_LAG_MS', '0.5'],
+      ['OVERLOAD_LAG_MS', '99999999999999999999'],
+    ] as const)
+      expect(configError({ [name]: value }).message).toContain(name)
+  })
+
   test('LOCAL_MODEL_CHUNK_DELAY_MS and OPENAI_BASE_URL are checked too', () => {
     expect(configError({ LOCAL_MODEL_CHUNK_DELAY_MS: 'fast' }).message).toContain(
       'LOCAL_MODEL_CHUNK_DELAY_MS',

@@ -21,6 +21,7 @@ const EXPECTED: Record<ErrorKind, [status: number, code: string]> = {
   busy: [429, 'too_many_requests'],
   rate_limited: [429, 'rate_limited'],
   unavailable: [503, 'service_unavailable'],
+  overloaded: [503, 'overloaded'],
 }
 
 describe('toErrorResponse', () => {
@@ -57,6 +58,7 @@ describe('toErrorResponse', () => {
         'retry-after',
       )
     expect(retryAfter('busy', 2)).toBe('2')
+    expect(retryAfter('overloaded', 1)).toBe('1')
     expect(retryAfter('rate_limited', 2.1)).toBe('3')
     expect(retryAfter('rate_limited', 0.2)).toBe('1')
     expect(retryAfter('rate_limited', 0)).toBe('1')

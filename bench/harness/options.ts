@@ -33,13 +33,15 @@ export interface BenchOptions {
   streamWords: number
   /** Run the streaming scenarios' servers under Bun's CPU profiler (--scale only). */
   profile: boolean
+  /** Run the scale scenarios beside a process spinning on one core (--scale only; cpu-hog.ts). */
+  cpuHog: boolean
   /** Hard bound on the whole run; past it the run stops and fails. */
   maxSeconds: number
 }
 
 const USAGE =
   'usage: bun run bench [--short | --scale] [--duration=S] [--connections=C] [--clients=N] ' +
-  '[--rate=R] [--ramp=S] [--chunk-delay=MS] [--instances=1,2] [--client-processes=P] [--words=W] [--profile] [--max-seconds=S]'
+  '[--rate=R] [--ramp=S] [--chunk-delay=MS] [--instances=1,2] [--client-processes=P] [--words=W] [--profile] [--cpu-hog] [--max-seconds=S]'
 
 function numberFlag(args: string[], name: string, min: number, max: number): number | undefined {
   const prefix = `--${name}=`
@@ -75,6 +77,7 @@ export function parseOptions(args: string[]): BenchOptions {
     '--client-processes=',
     '--words=',
     '--profile',
+    '--cpu-hog',
     '--max-seconds=',
   ]
   const unknown = args.find(
@@ -87,6 +90,7 @@ export function parseOptions(args: string[]): BenchOptions {
   const scale = args.includes('--scale') || instances !== undefined
   if (short && scale) throw new Error(`--short and --scale do not go together\n${USAGE}`)
   if (args.includes('--profile') && !scale) throw new Error(`--profile needs --scale\n${USAGE}`)
+  if (args.includes('--cpu-hog') && !scale) throw new Error(`--cpu-hog needs --scale\n${USAGE}`)
   const duration = numberFlag(args, 'duration', 1, 60)
   const ramp = numberFlag(args, 'ramp', 0, 60)
   const streamClients = numberFlag(args, 'clients', 1, 10_000) ?? (scale ? 5_000 : short ? 50 : 500)
@@ -126,6 +130,7 @@ export function parseOptions(args: string[]): BenchOptions {
     // a stream's CPU per item is an item's, not mostly its turn's.
     streamWords: numberFlag(args, 'words', 0, 200) ?? 48,
     profile: args.includes('--profile'),
+    cpuHog: args.includes('--cpu-hog'),
     maxSeconds: numberFlag(args, 'max-seconds', 30, 1800) ?? defaultMax,
   }
 }

@@ -8,6 +8,7 @@ import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
+import { describeRefusals } from './refusals.ts'
 import { RESULTS_DIR, targetTable } from './report.ts'
 import { resultName } from './result-name.ts'
 import type { ScaleStep } from './scale.ts'
@@ -234,6 +235,18 @@ export function toScaleMarkdown(report: ScaleReport): string {
       'first items per second from the first to the last.',
     '',
     ...mainTable(steps),
+    '',
+    options.cpuHog
+      ? 'Beside a CPU hog: one process spinning on one core for the whole run (`--cpu-hog`).'
+      : 'No CPU hog (`--cpu-hog` runs these beside a process spinning on one core).',
+    '',
+    'Sends refused, by code (`overloaded`: shed by admission control or a store deadline missed ' +
+      'while the server lagged; `state_unavailable`: the turn state taken for unavailable):',
+    '',
+    ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
+      `- ${instances} instance(s), send + stream: ${describeRefusals(sendStream.refusals)}`,
+      `- ${instances} instance(s), many streams: ${describeRefusals(manyStreams.refusals)}`,
+    ]),
     '',
     'Many streams against the bare SSE reference: right after each many-streams run, the same ' +
       'clients (count, ramp, message, client processes) against a minimal Elysia app ' +

@@ -11,9 +11,11 @@ import { type BareSseComparison, compareWithBareSse } from './bare-sse-compariso
 import { runManyStreamsOnBareSse } from './bare-sse-streams.ts'
 import { meterCluster, startCluster } from './cluster.ts'
 import type { CpuUse } from './cpu.ts'
+import { startCpuHog } from './cpu-hog.ts'
 import type { BenchOptions } from './options.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
+import { describeRefusals } from './refusals.ts'
 import { runSendStream } from './send-stream.ts'
 import type { StreamSummary } from './stream-summary.ts'
 import { type ManyStreamsResult, runManyStreams } from './streaming.ts'
@@ -84,6 +86,25 @@ export async function runScale(
 ): Promise<ScaleStep[]> {
   const runId = `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`
   const steps: ScaleStep[] = []
+  // Spins for the whole run at most, and is killed once the scenarios end.
+  const hog = options.cpuHog ? startCpuHog(options.maxSeconds) : undefined
+  if (hog) say(`a CPU hog spins beside the deployment (pid ${hog.pid})`)
+  try {
+    await runSteps(backend, options, runId, steps, say)
+  } finally {
+    await hog?.stop()
+  }
+  return steps
+}
+
+/** Each instance count's scenarios, in order, appended to steps as they end. */
+async function runSteps(
+  backend: Backend,
+  options: BenchOptions,
+  runId: string,
+  steps: ScaleStep[],
+  say: (message: string) => void,
+): Promise<void> {
   for (const instances of options.instances) {
     const where = instances === 1 ? '1 instance' : `${instances} instances`
     say(`send + stream on ${where}: ${options.streamConcurrency} clients, ${options.durationSec} s`)
@@ -121,7 +142,8 @@ export async function runScale(
     })
     say(
       `many streams on ${where} (${manyStreams.routing}): ${manyStreams.completed} / ${manyStreams.clients} complete, ` +
-        `peak ${manyStreams.peakOpen} open, gap p99 ${manyStreams.itemGap.p99.toFixed(1)} ms`,
+        `peak ${manyStreams.peakOpen} open, gap p99 ${manyStreams.itemGap.p99.toFixed(1)} ms; ` +
+        `refused: ${describeRefusals(manyStreams.refusals)}`,
     )
     say(`many streams on the bare SSE reference: the same ${options.streamClients} clients`)
     const bareSse = await runManyStreamsOnBareSse({
@@ -136,5 +158,4 @@ export async function runScale(
     )
     steps.push({ instances, sendStream, manyStreams, bareSse, versusBareSse })
   }
-  return steps
 }

@@ -1,6 +1,7 @@
 // One client of POST /backend-api/f/conversation: sends a message and reads the
 // SSE reply, timing the first append item and the gaps between append items as
 // they arrive. Shared by the send + stream and the many-streams scenarios.
+import { refusalOf } from './refusals.ts'
 
 export interface StreamResult {
   status: number
@@ -20,6 +21,8 @@ export interface StreamResult {
   firstItemAtMs: number | undefined
   conversationId: string | undefined
   error: string | undefined
+  /** A send answered with an error: what it said (refusals.ts), e.g. `overloaded`. */
+  refusal?: string
 }
 
 export interface SendOptions {
@@ -98,7 +101,9 @@ export async function sendAndStream(options: SendOptions): Promise<StreamResult>
     })
     result.status = response.status
     if (!response.ok || response.body === null) {
-      result.error = `HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`
+      const body = await response.text()
+      result.error = `HTTP ${response.status}: ${body.slice(0, 200)}`
+      if (!response.ok) result.refusal = refusalOf(response.status, body)
       return result
     }
     const decoder = new TextDecoder()

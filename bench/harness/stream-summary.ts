@@ -1,5 +1,6 @@
 // Reduces many streaming clients' results to the figures a report shows:
 // completed streams, time to first append item, gaps between items, throughput.
+import { countRefusals } from './refusals.ts'
 import type { StreamResult } from './sse-client.ts'
 import { Samples, type Summary, summarize } from './stats.ts'
 
@@ -19,6 +20,8 @@ export interface StreamSummary {
   itemsPerSec: number
   /** Up to five distinct errors, to explain failed streams. */
   errors: string[]
+  /** Sends answered with an error, by what they said (refusals.ts): `overloaded`, `state_unavailable`, … */
+  refusals: Record<string, number>
 }
 
 export function summarizeStreams(results: StreamResult[], durationSec: number): StreamSummary {
@@ -44,5 +47,6 @@ export function summarizeStreams(results: StreamResult[], durationSec: number): 
     appendItems,
     itemsPerSec: appendItems / durationSec,
     errors: [...errors],
+    refusals: countRefusals(results),
   }
 }

@@ -361,6 +361,9 @@ export function createConversationService(options: ConversationServiceOptions) {
      */
     startRecovery: () => runner.startSweeping(),
 
+    /** Turns running or starting here: admission control's count (http/admission.ts RunningTurns). */
+    running: () => runner.running,
+
     /** Resolves when this process runs no turn (tests). */
     whenIdle: () => runner.whenIdle(),
 

@@ -5,10 +5,12 @@
 // logged and answered with an opaque 500. The status is also put in
 // `set.status`, where the access log (request-log.ts) reads it.
 import { Elysia, type ValidationError } from 'elysia'
-import { DomainError, invalid, notFound, unavailable } from '../errors.ts'
+import { DomainError, invalid, notFound, overloaded, unavailable } from '../errors.ts'
 import { type Logger, silentLogger } from '../observability/logger.ts'
 import { isStateUnavailable } from '../state/state-unavailable.ts'
 import { isDatabaseUnavailable } from '../storage/db.ts'
+import { StoreOverloadedError } from '../storage/store-failure.ts'
+import { OVERLOADED_RETRY_AFTER_SECONDS } from './admission.ts'
 import { notJson } from './body-limit.ts'
 import { safeErrorMessage } from './dependency-probe.ts'
 import { toErrorResponse } from './error-response.ts'
@@ -81,6 +83,12 @@ function domainErrorOf(code: ErrorCode, error: unknown, path: string, log: Logge
         return unavailable('The database is unavailable; try again shortly.')
       if (isStateUnavailable(error))
         return unavailable('The turn state store is unavailable; try again shortly.')
+      // A deadline passed while this process lagged: it is busy, the store may be fine (CONTRACT §19).
+      if (error instanceof StoreOverloadedError)
+        return overloaded(
+          'The server is too busy to take this request now; try again shortly.',
+          OVERLOADED_RETRY_AFTER_SECONDS,
+        )
       log.error({ path, code, error: safeErrorMessage(error) }, 'unhandled error')
       return error
   }

@@ -21,6 +21,7 @@ const HTTP_OF_KIND: Readonly<Record<ErrorKind, { status: number; code: string }>
   busy: { status: 429, code: 'too_many_requests' },
   rate_limited: { status: 429, code: 'rate_limited' },
   unavailable: { status: 503, code: 'service_unavailable' },
+  overloaded: { status: 503, code: 'overloaded' },
 }
 
 const INTERNAL_ERROR: typeof ErrorBody.static = {

@@ -1,7 +1,9 @@
 // The service's Prometheus metrics (prom-client), in a registry of their own
 // that GET /metrics serves: HTTP requests, turns, streams, the model's first
-// chunk, cache lookups, the database pool and rate limits, plus the process
-// metrics prom-client collects (CPU, memory, event loop lag, GC).
+// chunk, cache lookups, the database pool, rate limits and sends shed as
+// overloaded, this process's event-loop lag as the stores' failure policy
+// and admission control see it (event-loop-lag.ts), plus the process metrics
+// prom-client collects (CPU, memory, event loop lag, GC).
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
 /**
@@ -98,10 +100,27 @@ function requestDurationHistogram(registers: Registry[]) {
 
 export type Metrics = ReturnType<typeof createMetrics>
 
-export function createMetrics(options: { processMetrics?: boolean } = {}) {
+export interface MetricsOptions {
+  /** prom-client's process metrics (default true). */
+  processMetrics?: boolean
+  /** The monitor of this process's event loop (event-loop-lag.ts), shown as a gauge when given. */
+  eventLoopLag?: { recentLagMs(): number }
+}
+
+export function createMetrics(options: MetricsOptions = {}) {
   const registry = new Registry()
   const registers = [registry]
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry })
+  const lag = options.eventLoopLag
+  if (lag)
+    new Gauge({
+      name: 'conduit_event_loop_lag_seconds',
+      help: 'How late this process ran a 10 ms timer over the last second, the median (what OVERLOAD_LAG_MS is compared with).',
+      registers,
+      collect() {
+        this.set(lag.recentLagMs() / 1000)
+      },
+    })
   return {
     registry,
     requestDuration: requestDurationHistogram(registers),
@@ -149,6 +168,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
       name: 'conduit_rate_limited_total',
       help: 'Requests refused with 429 by a rate limit (sends, requests).',
       labelNames: ['limit'] as const,
+      registers,
+    }),
+    overloaded: new Counter({
+      name: 'conduit_overloaded_total',
+      help: 'Sends shed with 503 overloaded, by reason (open_requests, running_turns, event_loop_lag).',
+      labelNames: ['reason'] as const,
       registers,
     }),
   }

@@ -15,6 +15,7 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
 import { rateLimitKey, rateLimitPrefix } from '../state/keyspace.ts'
 import type { RedisClient } from '../storage/redis-connections.ts'
 import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
+import { StoreOverloadedError } from '../storage/store-failure.ts'
 import { memoryLimiterOf } from './memory-rate-limiter.ts'
 import {
   type FlexibleLimiter,
@@ -79,8 +80,9 @@ export function createRedisRateLimiter(
         outcome = await breaker.run(() => count(key, points), timeoutMs)
       } catch (error) {
         // The store failed (the breaker is open now) or refused the script: decide here.
+        // Refused as what it was: the store unavailable, or this process too busy to hear it.
         if (whenUnavailable === 'refuse')
-          throw error instanceof StoreUnavailableError
+          throw error instanceof StoreUnavailableError || error instanceof StoreOverloadedError
             ? error
             : new StoreUnavailableError(breaker.store)
         return local.consume(key, points)

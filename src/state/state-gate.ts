@@ -3,7 +3,10 @@
 // - Every call reports an outage: one that fails because Redis cannot be
 //   reached (isStateUnavailable: a missed deadline, a lost connection, a
 //   failover) opens the breaker, whichever call it is - a running turn's
-//   append as much as a request's read. So the breaker sees each state
+//   append as much as a request's read - unless it was a deadline that
+//   passed while this process lagged (the breaker's failure policy,
+//   store-failure.ts): that call fails with a StoreOverloadedError (a 503
+//   `overloaded` for a request) and opens nothing. So the breaker sees each state
 //   command's failure where the service awaits it, without reaching into
 //   the Redis client.
 // - The calls that only a request waits for - a log's state (resume, stream
@@ -15,14 +18,20 @@
 //   still goes to Redis with its deadline: work already accepted must not
 //   fail faster than Redis does.
 import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
+import { StoreOverloadedError } from '../storage/store-failure.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
 import type { TurnLogStore } from './turn-log-store.ts'
 
-/** Opens the breaker when error says the state cannot be reached (not when the breaker itself refused). */
-function report(breaker: StoreBreaker, error: unknown): void {
-  if (!(error instanceof StoreUnavailableError) && isStateUnavailable(error)) breaker.trip(error)
+/**
+ * Opens the breaker when error, of a call started at startedAt, says the
+ * state cannot be reached (not when the breaker itself refused, nor when
+ * this process was too busy to tell); answers what to throw.
+ */
+function report(breaker: StoreBreaker, error: unknown, startedAt: number): unknown {
+  if (error instanceof StoreUnavailableError || error instanceof StoreOverloadedError) return error
+  return isStateUnavailable(error) ? breaker.failed(error, startedAt) : error
 }
 
 /** call, reporting its outages to the breaker. */
@@ -31,11 +40,11 @@ export function reporting<A extends unknown[], R>(
   call: (...args: A) => Promise<R>,
 ): (...args: A) => Promise<R> {
   return async (...args) => {
+    const startedAt = breaker.now()
     try {
       return await call(...args)
     } catch (error) {
-      report(breaker, error)
-      throw error
+      throw report(breaker, error, startedAt)
     }
   }
 }
@@ -63,11 +72,12 @@ export function gateTurnLogs(logs: TurnLogStore, breaker: StoreBreaker): TurnLog
     readAll: watched(logs.readAll.bind(logs)),
     remove: watched(logs.remove.bind(logs)),
     async *read(messageId, offset, signal) {
+      // A follower's wait has no deadline: its failures are lost connections, judged from its start.
+      const startedAt = breaker.now()
       try {
         yield* logs.read(messageId, offset, signal)
       } catch (error) {
-        report(breaker, error)
-        throw error
+        throw report(breaker, error, startedAt)
       }
     },
   }

@@ -13,6 +13,7 @@ import {
   type StoreBreaker,
   StoreUnavailableError,
 } from '../storage/store-breaker.ts'
+import type { StoreFailurePolicy } from '../storage/store-failure.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { secretKey } from './keyspace.ts'
 import { createMemoryLeases } from './memory-leases.ts'
@@ -65,6 +66,8 @@ export interface StateOptions {
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
   /** The cache's breaker when it is on the same Redis (store-breaker.ts, BreakerLink). */
   breakerLink?: BreakerLink
+  /** What a failure says about the state store (store-failure.ts); every failure opens the breaker when absent. */
+  failures?: StoreFailurePolicy
 }
 
 export function createMemoryState(options: StateOptions): State {
@@ -116,6 +119,7 @@ export async function openRedisState(
     probe: () => redis.ping(),
     onStateChange: options.onStateChange,
     link: options.breakerLink,
+    ...(options.failures ? { failures: options.failures } : {}),
   })
   // On a Cluster this is the whole client: a lost node shows in the commands routed to it.
   redis.on('close', () =>

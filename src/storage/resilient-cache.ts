@@ -6,7 +6,9 @@
 //   timeoutMs at the latest.
 // - Any failure that is not the cache refusing a command (WRONGTYPE, ERR) -
 //   a timeout, a lost connection, LOADING, READONLY - opens the breaker, and so
-//   does the adapter reporting a lost connection. While open, no command is
+//   does the adapter reporting a lost connection (a deadline passed while this
+//   process lagged opens nothing: store-failure.ts; that one command answers
+//   as below all the same). While open, no command is
 //   sent: reads answer as a miss (get → null, listAll → [], ttl → -2), writes
 //   and deletes do nothing, so callers run at database speed with no
 //   try/catch of their own. ping and incr fail at once (health, counters).
@@ -30,6 +32,7 @@ import {
   PROBE_INTERVAL_MS,
   StoreUnavailableError,
 } from './store-breaker.ts'
+import { type StoreFailurePolicy, StoreOverloadedError } from './store-failure.ts'
 
 export interface ResilientCacheOptions {
   /** Longest one command may take before the cache counts as unavailable (CACHE_TIMEOUT_MS). */
@@ -40,6 +43,8 @@ export interface ResilientCacheOptions {
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
   /** The state's breaker when it is on the same Redis (store-breaker.ts, BreakerLink). */
   breakerLink?: BreakerLink
+  /** What a failure says about the cache (store-failure.ts); every failure opens the breaker when absent. */
+  failures?: StoreFailurePolicy
 }
 
 export interface ResilientCache extends Cache {
@@ -58,6 +63,7 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
     isRefusal: isCommandRefusal,
     onStateChange: options.onStateChange,
     link: options.breakerLink,
+    ...(options.failures ? { failures: options.failures } : {}),
   })
 
   inner.onConnectionLost?.(() =>
@@ -69,7 +75,8 @@ export function createResilientCache(inner: Cache, options: ResilientCacheOption
     try {
       return await breaker.run(run)
     } catch (error) {
-      if (error instanceof StoreUnavailableError) return whenUnavailable()
+      if (error instanceof StoreUnavailableError || error instanceof StoreOverloadedError)
+        return whenUnavailable()
       throw error
     }
   }

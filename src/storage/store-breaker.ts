@@ -8,7 +8,9 @@
 //   deadline at the latest with a StoreUnavailableError.
 // - Any failure that is not the store refusing the command (WRONGTYPE, ERR) -
 //   a missed deadline, a lost connection, LOADING, READONLY - opens the
-//   breaker, and so does trip() (an adapter reporting a lost connection). While
+//   breaker, and so does trip() (an adapter reporting a lost connection);
+//   but a deadline that passed while this process's own event loop lagged
+//   opens nothing and fails as overloaded (store-failure.ts decides). While
 //   open, run() fails at once: the caller decides in the process what an
 //   unavailable store means (the cache: a miss; the requests limit: count
 //   locally; a send: 503), and nobody waits for a frozen server.
@@ -28,24 +30,21 @@
 // STATE_DEADLINE_MS. So a read waits at most about one short deadline per
 // store, and a send is answered, or refused with 503, within about 2 s.
 
+import {
+  STORE_FAILURES_WITHOUT_LAG,
+  StoreDeadlineError,
+  type StoreFailurePolicy,
+  type StoreName,
+  StoreOverloadedError,
+  StoreUnavailableError,
+} from './store-failure.ts'
+
+export { type StoreName, StoreUnavailableError } from './store-failure.ts'
+
 /** Deadline of a state command (logs, leases, the sends limit): generous, since they are not optional. */
 export const STATE_DEADLINE_MS = 2_000
 /** How often an open breaker asks its store whether it answers again. */
 export const PROBE_INTERVAL_MS = 200
-
-/** What a store holds, named in errors and logs. */
-export type StoreName = 'cache' | 'state'
-
-/** The store is not used right now: its breaker is open, or it missed a deadline. */
-export class StoreUnavailableError extends Error {
-  constructor(
-    readonly store: StoreName,
-    message = `the ${store} store is unavailable`,
-  ) {
-    super(message)
-    this.name = 'StoreUnavailableError'
-  }
-}
 
 /** The store answered and refused the command: it works, the caller erred. */
 export function isCommandRefusal(error: unknown): boolean {
@@ -55,13 +54,7 @@ export function isCommandRefusal(error: unknown): boolean {
 /** run(), failing with a StoreUnavailableError after ms if it has not settled by then. */
 export function withDeadline<T>(run: () => Promise<T>, ms: number, store: StoreName): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () =>
-        reject(
-          new StoreUnavailableError(store, `the ${store} store gave no answer within ${ms} ms`),
-        ),
-      ms,
-    )
+    const timer = setTimeout(() => reject(new StoreDeadlineError(store, ms)), ms)
     run().then(
       (value) => {
         clearTimeout(timer)
@@ -91,6 +84,11 @@ export interface StoreBreakerOptions {
   onStateChange?: (state: 'open' | 'closed', cause?: unknown) => void
   /** The breakers of other stores on the same Redis: opening one opens them all. */
   link?: BreakerLink
+  /**
+   * What a failure says about the store (store-failure.ts): a deadline passed
+   * while this process lagged opens nothing. Without it every failure does.
+   */
+  failures?: StoreFailurePolicy
 }
 
 export interface StoreBreaker {
@@ -101,9 +99,19 @@ export interface StoreBreaker {
    * Runs a command with the deadline (timeoutMs, or the breaker's own), unless
    * the breaker is open: then, or when it fails as an outage, it rejects with a
    * StoreUnavailableError and the breaker is (or stays) open. A refusal is
-   * passed on as it is.
+   * passed on as it is; a deadline passed while this process lagged rejects
+   * with a StoreOverloadedError and opens nothing.
    */
   run<T>(command: () => Promise<T>, timeoutMs?: number): Promise<T>
+  /** The clock `failed` takes a call's start on. */
+  now(): number
+  /**
+   * A call that started at `startedAt` (on now()) failed as an outage would,
+   * seen outside run() (the state's ports, state-gate.ts): opens the breaker
+   * unless the failure policy says this process lagged; answers what to throw
+   * (the error itself, or a StoreOverloadedError).
+   */
+  failed(error: unknown, startedAt: number): unknown
   /** Opens the breaker (a lost connection, a missed deadline seen elsewhere). */
   trip(cause: unknown): void
   /** Stops probing; from now on run() always fails. */
@@ -114,6 +122,7 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   const { store, timeoutMs } = options
   const probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS
   const isRefusal = options.isRefusal ?? isCommandRefusal
+  const failurePolicy = options.failures ?? STORE_FAILURES_WITHOUT_LAG
   let open = false
   let closed = false
   let probing: ReturnType<typeof setTimeout> | undefined
@@ -153,15 +162,24 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
     },
     async run(command, ms = timeoutMs) {
       if (open || closed) throw new StoreUnavailableError(store)
+      const startedAt = failurePolicy.now()
       try {
         return await withDeadline(command, ms, store)
       } catch (error) {
         if (isRefusal(error)) throw error
-        trip(error)
+        const thrown = breaker.failed(error, startedAt)
+        if (thrown instanceof StoreOverloadedError) throw thrown
         throw error instanceof StoreUnavailableError
           ? error
           : new StoreUnavailableError(store, `the ${store} store failed: ${messageOf(error)}`)
       }
+    },
+    now: failurePolicy.now,
+    failed(error, startedAt) {
+      if (failurePolicy.judge(error, startedAt) === 'overload')
+        return new StoreOverloadedError(store, error)
+      trip(error)
+      return error
     },
     trip,
     close() {

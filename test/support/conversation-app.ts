@@ -9,6 +9,7 @@ import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
 import type { ConversationObserver } from '../../src/conversation/turn/observer.ts'
 import { openFiles, openModels, openRateLimits } from '../../src/dependencies.ts'
+import type { EventLoopLag } from '../../src/observability/event-loop-lag.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
@@ -34,6 +35,8 @@ export interface TestAppOptions {
   metrics?: Metrics
   observer?: ConversationObserver
   rateLimits?: RateLimits
+  /** The event-loop lag admission control sheds sends on (a stand-in the test sets). */
+  eventLoopLag?: EventLoopLag
 }
 
 export async function conversationApp(options: TestAppOptions) {
@@ -72,6 +75,7 @@ export async function conversationApp(options: TestAppOptions) {
     log: options.log,
     metrics: options.metrics,
     rateLimits: options.rateLimits,
+    eventLoopLag: options.eventLoopLag,
   })
   return { app, db, cache, state, conversations, files, config: filesConfig }
 }

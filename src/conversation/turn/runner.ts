@@ -295,6 +295,10 @@ export function createTurnRunner(deps: RunnerDeps) {
     get size() {
       return drives.size
     },
+    /** Turns running here (one per driven conversation) and starting (a send holding a lease to run here). */
+    get running() {
+      return drives.size + accepting.size
+    },
     whenIdle,
     /**
      * Stops taking turns; waits up to graceMs for running ones, then stops
