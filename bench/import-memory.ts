@@ -74,6 +74,11 @@ try {
   const before = readRss(server.pid)
   const sampler = sampleRss(server.pid, 50)
   const started = performance.now()
+  // The course of it, on stderr: whether memory grows with the file or stays put.
+  const course = setInterval(() => {
+    const seconds = ((performance.now() - started) / 1000).toFixed(0)
+    console.error(`${seconds} s: server RSS ${mib(readRss(server.pid))} MiB`)
+  }, 5_000)
   const importing = fetch(`${server.url}/backend-api/conversations/import`, {
     method: 'POST',
     headers: {
@@ -92,6 +97,7 @@ try {
     importing,
   ])
   const seconds = (performance.now() - started) / 1000
+  clearInterval(course)
   const rss = sampler.stop()
   await Bun.sleep(5_000)
   const settled = readRss(server.pid)

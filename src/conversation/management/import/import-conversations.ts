@@ -54,9 +54,9 @@ export interface ImportReport {
 /** Largest conversation read: parsing one costs several times its size in memory (CONTRACT §19). */
 export const MAX_CONVERSATION_BYTES = 16 * 2 ** 20
 /** Conversations stored per transaction, at most. */
-const BATCH_CONVERSATIONS = 50
+const BATCH_CONVERSATIONS = 16
 /** Bytes of the file read into one batch, at most (a conversation larger than this is a batch alone). */
-const BATCH_BYTES = 2 * 2 ** 20
+const BATCH_BYTES = 512 * 1024
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -99,6 +99,9 @@ function readElement(element: ArrayElement): Entry {
   }
 }
 
+/** Bytes of the file read between two collections the import asks for. */
+const COLLECT_EVERY_BYTES = 2 * 2 ** 20
+
 /** Lets the event loop serve what waits (requests, timers, the collector) before the next batch. */
 const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve))
 
@@ -112,6 +115,7 @@ export async function importConversations(
   const report: ImportReport = { imported: 0, skipped: [] }
   let batch: Entry[] = []
   let batchBytes = 0
+  let uncollected = 0
 
   /** Stores the batch's readable conversations in one transaction, and reports the batch in file order. */
   async function flush() {
@@ -137,6 +141,12 @@ export async function importConversations(
       for (const note of conversation.notes)
         report.skipped.push({ id: conversation.sourceId, index, ...note })
     }
+    // Reading and storing leave several times the file's size of garbage, which
+    // the collector's own pacing lets pile up by hundreds of MiB (CONTRACT §19).
+    if (uncollected >= COLLECT_EVERY_BYTES) {
+      uncollected = 0
+      Bun.gc(true)
+    }
     await letOthersRun()
   }
 
@@ -145,6 +155,7 @@ export async function importConversations(
       for (const element of splitter.push(chunk)) {
         batch.push(readElement(element))
         batchBytes += element.size
+        uncollected += element.size
         if (batch.length >= BATCH_CONVERSATIONS || batchBytes >= BATCH_BYTES) await flush()
       }
     splitter.end()
