@@ -1,6 +1,8 @@
-// POST /conversations/import with bad files (CONTRACT §3, §17): malformed
-// JSON, wrong types, broken trees and unstorable text are a 422 naming the
-// first bad field, and nothing of that conversation is stored; a file or a
+// POST /conversations/import with bad files (CONTRACT §3, §17, §23): a file
+// that is no array of conversations is a 422; a conversation in it with
+// malformed JSON, wrong types, a broken tree or unstorable text is skipped
+// with a reason naming its first bad field, nothing of it is stored, and the
+// rest are imported; a form upload is refused with how to send the file; a file or a
 // zipped conversations.json past IMPORT_MAX_BYTES is a 413; hostile zips (a
 // bomb, names that climb out of the archive, damage) are refused or ignored
 // without reading what they would make the service read. On every backend.
@@ -9,7 +11,13 @@ import { randomUUID } from 'node:crypto'
 import { strToU8, zipSync } from 'fflate'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import { newUser } from '../support/conversation-app.ts'
-import { chatgptConversation, exported, importFile } from '../support/transfer.ts'
+import {
+  chatgptConversation,
+  exported,
+  type ImportReport,
+  imported,
+  importFile,
+} from '../support/transfer.ts'
 
 /** A small import limit, so oversized files are cheap to make. */
 const LIMIT = 64 * 1024
@@ -62,16 +70,36 @@ describeEachBackend({ env: { IMPORT_MAX_BYTES: String(LIMIT) } }, (t) => {
 
   const file = (...conversations: unknown[]) => JSON.stringify(conversations)
 
+  /**
+   * Imports `bad` (the text of one array element) between two good
+   * conversations as a new user: the good ones are stored, `bad` is skipped
+   * alone with a reason matching `reason`, nothing of it is stored.
+   */
+  async function skippedAlone(bad: string, reason: RegExp, id: string | null = null) {
+    const user = newUser()
+    const [first, last] = [conversation(), conversation()]
+    const body = `[${JSON.stringify(first)},${bad},${JSON.stringify(last)}]`
+    const report = await imported(t.app, user, body)
+    expect(report).toEqual({
+      imported: 2,
+      skipped: [{ id, index: 1, reason: expect.stringMatching(reason) }],
+    })
+    expect((await exported(t.app, user)).map((entry) => entry.id).sort()).toEqual(
+      [first.id as string, last.id as string].sort(),
+    )
+    expect(await stored(user)).toEqual({ conversations: 2, messages: 4 })
+    return { user, body, report }
+  }
+
   describe('malformed files', () => {
     test.each([
       ['not JSON at all', 'hello', /must be a JSON array/],
       ['an object', '{"conversations":[]}', /must be a JSON array/],
       ['empty', '', /must be a JSON array/],
-      ['a string element', '["x"]', /"\[0\]" must be a conversation object/],
       [
         'a trailing comma',
         `[${JSON.stringify(conversation())},]`,
-        /"\[1\]" must be a conversation object/,
+        /conversation \[1\] is missing before "\]"/,
       ],
       [
         'cut short',
@@ -79,7 +107,6 @@ describeEachBackend({ env: { IMPORT_MAX_BYTES: String(LIMIT) } }, (t) => {
         /ends inside conversation \[0\]/,
       ],
       ['text after the array', '[] trailing', /text after the array/],
-      ['bad JSON inside', '[{"id": "x", "mapping": {,}}]', /"\[0\]" of the file is not valid JSON/],
       [
         'no comma',
         `[${JSON.stringify(conversation())} {}]`,
@@ -99,14 +126,61 @@ describeEachBackend({ env: { IMPORT_MAX_BYTES: String(LIMIT) } }, (t) => {
       expect(detail).toContain('The 1 conversation(s) before it were imported')
       expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
     })
+  })
 
-    test('bytes that are not UTF-8 are a 422', async () => {
-      const bytes = new Uint8Array([...strToU8('[{"id":"'), 0xff, 0xfe, ...strToU8('"}]')])
-      await refused(bytes, 422, /"\[0\]" of the file is not valid UTF-8/)
+  describe('an element that is no readable conversation is skipped, the rest imported', () => {
+    test.each([
+      ['a string', '"x"', /"\[1\]" of the file must be an object/],
+      ['a number', '42', /"\[1\]" of the file must be an object/],
+      ['null', 'null', /"\[1\]" of the file must be an object/],
+      ['a list', '[{"id":"x"}]', /"\[1\]" of the file must be an object/],
+      ['a bare word', 'tru', /"\[1\]" of the file is not valid JSON/],
+      ['bad JSON inside', '{"id": "x", "mapping": {,}}', /"\[1\]" of the file is not valid JSON/],
+    ])('%s', async (_, bad, reason) => {
+      await skippedAlone(bad, reason)
+    })
+
+    test('bytes that are not UTF-8', async () => {
+      const user = newUser()
+      const good = JSON.stringify(conversation())
+      const bytes = new Uint8Array([...strToU8(`[${good},{"id":"`), 0xff, 0xfe, ...strToU8('"}]')])
+      expect(await imported(t.app, user, bytes)).toEqual({
+        imported: 1,
+        skipped: [
+          {
+            id: null,
+            index: 1,
+            reason: expect.stringMatching(/"\[1\]" of the file is not valid UTF-8/),
+          },
+        ],
+      })
+      expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
+    })
+
+    test('a form upload is refused with how to send the file, and stores nothing', async () => {
+      const form = new FormData()
+      form.append(
+        'file',
+        new Blob([file(conversation())], { type: 'application/json' }),
+        'conversations.json',
+      )
+      const user = newUser()
+      const response = await t.app.handle(
+        new Request('http://localhost/backend-api/conversations/import', {
+          method: 'POST',
+          headers: { 'x-user-id': user },
+          body: form,
+        }),
+      )
+      expect(response.status).toBe(422)
+      const error = (await response.json()) as { detail: string; code: string }
+      expect(error.code).toBe('unsupported_media_type')
+      expect(error.detail).toContain('send the file itself as the request body')
+      expect(await stored(user)).toEqual({ conversations: 0, messages: 0 })
     })
   })
 
-  describe('wrong types and broken trees name the first bad field', () => {
+  describe('a conversation with wrong types or a broken tree is skipped, naming its first bad field', () => {
     const cases: [string, (fields: Conversation, mapping: Mapping) => void, RegExp][] = [
       [
         'a role that is not a string',
@@ -217,29 +291,31 @@ describeEachBackend({ env: { IMPORT_MAX_BYTES: String(LIMIT) } }, (t) => {
         /"\[0\]\.mapping\.a1\.message\.metadata\.finish_details\.deeper[.a-z]*…" contains arrays or objects nested more than 64 levels/,
       ],
     ]
-    test.each(cases)('%s', async (_, change, detail) => {
-      await refused(file(conversation(change)), 422, detail)
+    test.each(cases)('%s', async (name, change, detail) => {
+      const bad = conversation(change)
+      const id = name === 'no id' ? null : (bad.id as string)
+      // The paths name the bad conversation's place in the file: [1] here.
+      const reason = new RegExp(detail.source.replaceAll('\\[0\\]', '\\[1\\]'))
+      await skippedAlone(JSON.stringify(bad), reason, id)
     })
 
-    test('conversations before a bad one are stored, and the error says so; nothing of the bad one is', async () => {
-      const user = newUser()
-      const good = conversation()
+    test('importing the file again stores nothing new, and skips the bad one again', async () => {
       const bad = conversation((_, m) => {
         ;(message(m, 'a1').author as Record<string, unknown>).role = null
       })
-      const response = await importFile(t.app, user, file(good, bad))
-      expect(response.status).toBe(422)
-      const { detail } = (await response.json()) as { detail: string }
-      expect(detail).toContain('"[1].mapping.a1.message.author.role"')
-      expect(detail).toContain('The 1 conversation(s) before it were imported')
-      expect((await exported(t.app, user)).map((entry) => entry.id)).toEqual([good.id as string])
-      expect(await stored(user)).toEqual({ conversations: 1, messages: 2 })
-      // The corrected file adds only the rest.
-      const fixed = await importFile(t.app, user, file(good, conversation()))
-      expect(await fixed.json()).toMatchObject({
-        imported: 1,
-        skipped: [{ id: good.id, reason: 'already imported' }],
-      })
+      const { user, body, report } = await skippedAlone(
+        JSON.stringify(bad),
+        /"\[1\]\.mapping\.a1\.message\.author\.role"/,
+        bad.id as string,
+      )
+      const again = await imported(t.app, user, body)
+      expect(again.imported).toBe(0)
+      expect(again.skipped.map(({ index, reason }) => [index, reason])).toEqual([
+        [0, 'already imported'],
+        [1, (report.skipped[0] as ImportReport['skipped'][number]).reason],
+        [2, 'already imported'],
+      ])
+      expect(await stored(user)).toEqual({ conversations: 2, messages: 4 })
     })
   })
 

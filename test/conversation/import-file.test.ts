@@ -14,17 +14,19 @@ import {
 
 const text = (element: ArrayElement) => new TextDecoder().decode(element.bytes)
 
-/** The elements of `json` fed in chunks of `size` bytes. */
-function split(json: string | Uint8Array, size: number): string[] {
+/** The elements of `json` fed in chunks of `size` bytes (through a splitter keeping at most `max` a piece). */
+function elementsOf(json: string | Uint8Array, size: number, max?: number): ArrayElement[] {
   const bytes = typeof json === 'string' ? strToU8(json) : json
-  const splitter = new JsonArraySplitter()
+  const splitter = new JsonArraySplitter(max)
   const elements: ArrayElement[] = []
   for (let at = 0; at < bytes.length; at += size)
     elements.push(...splitter.push(bytes.subarray(at, at + size)))
   splitter.end()
   expect(elements.map((element) => element.index)).toEqual(elements.map((_, index) => index))
-  return elements.map(text)
+  return elements
 }
+
+const split = (json: string | Uint8Array, size: number) => elementsOf(json, size).map(text)
 
 describe('JsonArraySplitter', () => {
   const tricky = [
@@ -45,6 +47,33 @@ describe('JsonArraySplitter', () => {
     ])
   })
 
+  // What is no conversation is the importer's to skip (CONTRACT §23): the array goes on.
+  const mixed = [{ id: 'a' }, 2, 'a "quoted" ] string', [1, [2]], true, null, -1.5e3, { id: 'b' }]
+  const mixedJson = `[${mixed.map((value) => JSON.stringify(value)).join(', ')} ]`
+
+  test.each([1, 2, 5, 100])('cuts elements of every kind, in chunks of %i bytes', (size) => {
+    expect(split(mixedJson, size).map((element) => JSON.parse(element))).toEqual(mixed)
+  })
+
+  test('a bare word is cut where the array goes on, for JSON.parse to judge', () => {
+    expect(split('[nope,{"a":1} , tru ]', 3)).toEqual(['nope', '{"a":1}', 'tru'])
+  })
+
+  test('an element past the limit is reported by its size alone, and the next is whole', () => {
+    const big = JSON.stringify({ id: 'big', text: 'x'.repeat(100) })
+    const json = `[{"id":"a"},${big},{"id":"c"}]`
+    for (const size of [1, 7, 1000]) {
+      const elements = elementsOf(json, size, 50)
+      expect(elements.map((element) => (element.bytes ? text(element) : element.size))).toEqual([
+        '{"id":"a"}',
+        big.length,
+        '{"id":"c"}',
+      ])
+    }
+    // Exactly at the limit is kept.
+    expect(elementsOf(`[${big}]`, 9, big.length)[0]?.bytes).toBeDefined()
+  })
+
   test('breaks are errors that say where', () => {
     const errorOf = (json: string) => {
       try {
@@ -55,7 +84,8 @@ describe('JsonArraySplitter', () => {
       return undefined
     }
     expect(errorOf('{"not":"an array"}')).toContain('must be a JSON array')
-    expect(errorOf('[{"a":1},2]')).toContain('"[1]" must be a conversation object')
+    expect(errorOf('[{"a":1},]')).toContain('conversation [1] is missing before "]"')
+    expect(errorOf('[,{"a":1}]')).toContain('conversation [0] is missing before ","')
     expect(errorOf('[{"a":1}{"b":2}]')).toContain('must follow conversation [0]')
     expect(errorOf('[{"a":"}')).toContain('ends inside conversation [0]')
     expect(errorOf('[{"a":1},')).toContain('before its array is closed')

@@ -226,13 +226,13 @@ describeEachBackend({}, (t) => {
       const again = await imported(t.app, reader, file)
       expect(again).toEqual({
         imported: 0,
-        skipped: ids.map((id) => ({ id, reason: 'already imported' })),
+        skipped: ids.map((id, index) => ({ id, index, reason: 'already imported' })),
       })
       expect(await count()).toBe(before)
       // The owner importing their own export: their conversations are already there.
       expect(await imported(t.app, owner, file)).toEqual({
         imported: 0,
-        skipped: ids.map((id) => ({ id, reason: 'already exists' })),
+        skipped: ids.map((id, index) => ({ id, index, reason: 'already exists' })),
       })
     })
 
@@ -272,16 +272,18 @@ describeEachBackend({}, (t) => {
         skipped: [
           {
             id: CHATGPT_IDS.lisbon,
+            index: 0,
             message_id: 'u-1',
             reason:
               '1 attachment part(s) (image_asset_pointer) not imported: only the text is kept',
           },
           {
             id: CHATGPT_IDS.eggs,
+            index: 1,
             message_id: 'x-1',
             reason: 'left out: its author role "critic" is not one this service keeps',
           },
-          { id: CHATGPT_IDS.empty, reason: 'it has no message this service can keep' },
+          { id: CHATGPT_IDS.empty, index: 2, reason: 'it has no message this service can keep' },
         ],
       })
     })

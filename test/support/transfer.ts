@@ -53,7 +53,7 @@ export interface Detail {
 
 export interface ImportReport {
   imported: number
-  skipped: { id: string; message_id?: string; reason: string }[]
+  skipped: { id: string | null; index: number; message_id?: string; reason: string }[]
 }
 
 /** POST /conversations/import with `body` as the file. */

@@ -50,7 +50,14 @@ const ImportResult = t.Object({
   imported: t.Integer({ minimum: 0, description: 'Conversations stored.' }),
   skipped: t.Array(
     t.Object({
-      id: t.String({ description: 'The conversation’s id in the file.' }),
+      id: t.Union([t.String(), t.Null()], {
+        description:
+          'The conversation’s id in the file (`id`, else `conversation_id`); null when it has none that can be read.',
+      }),
+      index: t.Integer({
+        minimum: 0,
+        description: 'The conversation’s position in the file’s array, from 0.',
+      }),
       message_id: t.Optional(
         t.String({ description: 'Set when only part of a stored conversation was left out.' }),
       ),
@@ -58,7 +65,7 @@ const ImportResult = t.Object({
     }),
     {
       description:
-        'What was not stored, and why: conversations imported before or unrepresentable, and parts of imported ones (attachments).',
+        'What was not stored, and why: conversations imported before, unreadable (the reason names the first bad field) or unrepresentable, and parts of imported ones (attachments).',
     },
   ),
 })
@@ -67,6 +74,20 @@ function archivedOf(raw: string | undefined): boolean | undefined {
   if (raw === undefined) return undefined
   if (raw === 'true' || raw === 'false') return raw === 'true'
   throw invalid('The query parameter "archived" must be "true" or "false".')
+}
+
+/**
+ * A browser form's upload (multipart/form-data) is refused with the way to
+ * send the file instead: reading one would hold the whole form (Bun's
+ * formData() buffers it), past the memory an import may take (CONTRACT §19).
+ */
+function refuseFormUpload(request: Request): void {
+  const type = request.headers.get('content-type')?.toLowerCase() ?? ''
+  if (type.startsWith('multipart/'))
+    throw invalid(
+      'A form upload (multipart/form-data) is not accepted: send the file itself as the request body, with Content-Type: application/json for conversations.json or application/zip for the data export zip (curl --data-binary @conversations.json).',
+      'unsupported_media_type',
+    )
 }
 
 const tags = ['conversation']
@@ -116,6 +137,7 @@ export function transferRoutes({ transfer, auth, importMaxBytes }: TransferRoute
       '/conversations/import',
       async ({ query, request }) => {
         const userId = await auth.userOf(request, claimedReader(request, query.user_id))
+        refuseFormUpload(request)
         const bytes = conversationsJsonBytes(bodyBytes(request, importMaxBytes), importMaxBytes)
         return transfer.import(userId, bytes)
       },
@@ -129,7 +151,7 @@ export function transferRoutes({ transfer, auth, importMaxBytes }: TransferRoute
           summary:
             "Import chatgpt.com's conversations.json (or its data export zip) as the user's conversations",
           description:
-            'Each conversation is stored whole (branches, current node, times, title, model slugs) or not at all; importing the same file again stores nothing new. A malformed conversation stops the import with a 422 naming its first bad field.',
+            'The file is the request body itself (not a form upload). Each conversation is stored whole (branches, current node, times, title, model slugs) or not at all; importing the same file again stores nothing new. A conversation that cannot be read is skipped, listed with the reason naming its first bad field; a file that is not an array of conversations (or a zip holding one) is a 422.',
           requestBody: {
             required: true,
             content: mediaTypes({

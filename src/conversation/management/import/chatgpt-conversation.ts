@@ -10,6 +10,8 @@
 // stored parents first, otherwise in the file's order, which for a
 // chatgpt.com export (and this service's own) is creation order. A time the
 // export left null is a millisecond after its parent's (or the conversation's).
+
+import { findUnstorableText } from '../../../storable-text.ts'
 import { ROOT_ID, textOf, titleFrom, turnStepTime } from '../../messages.ts'
 import { importedInstructions } from './imported-instructions.ts'
 import { type ImportedMessage, readMessage } from './imported-message.ts'
@@ -18,6 +20,7 @@ import {
   booleanAt,
   checkStorable,
   childPath,
+  type Fields,
   nullable,
   objectAt,
   optional,
@@ -65,7 +68,7 @@ export interface ImportedConversation {
 
 export type ConversationRead =
   | { kept: true; conversation: ImportedConversation }
-  | { kept: false; sourceId: string; reason: string }
+  | { kept: false; sourceId: string | null; reason: string }
 
 interface Node {
   key: string
@@ -110,6 +113,15 @@ function titleOf(given: string | null, messages: readonly StoredImport[], path: 
   const first = messages.find((message) => message.role === 'user' && !message.hidden)
   const parts = first?.content.parts ?? []
   return titleFrom(textOf({ content_type: 'text', parts })) || 'Imported conversation'
+}
+
+/** The conversation's id in the file (`id`, else `conversation_id`), or null when it has none that can be read. */
+export function sourceIdOf(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return null
+  const fields = value as Fields
+  const id = fields.id !== undefined ? fields.id : fields.conversation_id
+  if (typeof id !== 'string' || id.length > MAX_SOURCE_ID || findUnstorableText(id)) return null
+  return id
 }
 
 /** Reads conversation `index` of the file; `now` (Unix seconds) dates what nothing else does. */
