@@ -186,6 +186,12 @@ const variables = {
   DATABASE_TIMEOUT_MS: integer(2_000, 100, 600_000),
   NEAR_CACHE_MAX_BYTES: integer(16 * 2 ** 20, 0, 2 ** 34),
   IMPORT_MAX_BYTES: integer(DEFAULT_IMPORT_MAX_BYTES, 1024, 2 ** 32),
+  // MCP servers (mcp-servers-config.ts checks each entry); never echoed: env and headers hold secrets.
+  MCP_SERVERS: text({ sensitive: true }),
+  MCP_SERVERS_FILE: text({ expected: 'a file name' }),
+  TOOL_TIMEOUT_MS: integer(30_000, 100, 600_000),
+  TOOL_OUTPUT_MAX_CHARS: integer(20_000, 100, 10_000_000),
+  TOOL_MAX_STEPS: integer(5, 1, 50),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */
