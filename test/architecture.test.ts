@@ -48,6 +48,10 @@ describe('each rule catches what it forbids', () => {
     ['src/conversation/tree/tree-detail.ts', "import { Elysia } from 'elysia'"],
     ['src/conversation/sql/tree-repository.ts', "import { auth } from '../../http/auth.ts'"],
     ['src/http/cors.ts', "import { x } from '../conversation/routes.ts'"],
+    [
+      'src/tools/document-search.ts',
+      "import { searchDocuments } from '../../plugins/docstore/repository.ts'",
+    ],
   ]
   for (const [path, source] of cases)
     test(`${path}: ${source}`, () => {
