@@ -64,6 +64,18 @@ export const IMPORT_RULES: ImportRule[] = [
     why: 'attachments know nothing of HTTP: only their routes and schemas face Elysia',
   },
   {
+    from: 'src/tools/',
+    forbid: [
+      ...EDGE_AND_DOMAIN,
+      'src/storage/',
+      'src/state/',
+      'ioredis',
+      'postgres',
+      '@electric-sql/pglite',
+    ],
+    why: 'tools are a port with MCP and built-in adapters: the data they read comes through ports',
+  },
+  {
     from: 'src/http/',
     forbid: ['src/conversation/', 'plugins/'],
     why: 'the HTTP edge serves every plugin and knows none of them',

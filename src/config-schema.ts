@@ -234,6 +234,12 @@ const variables = {
   S3_REGION: text({ expected: 'an S3 region name' }),
   S3_ACCESS_KEY_ID: text({ sensitive: true }),
   S3_SECRET_ACCESS_KEY: text({ sensitive: true }),
+  // MCP servers (mcp-servers-config.ts checks each entry); never echoed: env and headers hold secrets.
+  MCP_SERVERS: text({ sensitive: true }),
+  MCP_SERVERS_FILE: text({ expected: 'a file name' }),
+  TOOL_TIMEOUT_MS: integer(30_000, 100, 600_000),
+  TOOL_OUTPUT_MAX_CHARS: integer(20_000, 100, 10_000_000),
+  TOOL_MAX_STEPS: integer(5, 1, 50),
 } satisfies Record<string, TSchema>
 
 /** Every variable: optional ones may be unset, the others get their default. */

@@ -16,6 +16,11 @@ import {
   variableSchema,
 } from './config-schema.ts'
 import type { JwksSettings } from './http/identity/jwks.ts'
+import {
+  type McpServerConfig,
+  McpServersConfigError,
+  readMcpServers,
+} from './mcp-servers-config.ts'
 import { type ModelConfig, ModelsConfigError, readModels } from './models-config.ts'
 import type { HostPort, RedisAccess, RedisDeployment } from './storage/redis-connections.ts'
 
@@ -27,6 +32,7 @@ export {
   VARIANTS,
   type Variant,
 } from './config-schema.ts'
+export type { McpServerConfig } from './mcp-servers-config.ts'
 export type { ModelConfig } from './models-config.ts'
 
 export interface RateLimitConfig {
@@ -133,6 +139,16 @@ export interface Config {
   nearCacheMaxBytes: number
   /** Largest conversation import (a conversations.json, or a zip and the file inside it). */
   importMaxBytes: number
+  /** Tools (CONTRACT §21): MCP servers, and the limits of a turn's tool calls. */
+  tools: {
+    mcpServers: McpServerConfig[]
+    /** Longest one call (and one MCP connect) may take. */
+    timeoutMs: number
+    /** A result longer than this is cut. */
+    maxOutputChars: number
+    /** Model rounds with tool calls one turn may make. */
+    maxSteps: number
+  }
   /** Longest a request body may take to arrive in full before the request is a 408. */
   bodyTimeoutMs: number
   files: FilesConfig
@@ -358,6 +374,16 @@ function models(env: Env, single: Parameters<typeof readModels>[1]): ModelConfig
   }
 }
 
+/** The servers of MCP_SERVERS / MCP_SERVERS_FILE; ConfigError on a bad entry. */
+function mcpServers(env: Env): McpServerConfig[] {
+  try {
+    return readMcpServers(env)
+  } catch (error) {
+    if (error instanceof McpServersConfigError) throw new ConfigError(error.message)
+    throw error
+  }
+}
+
 /** Where the cache and the state live in Redis, and under which prefixes. */
 function redisConfig(e: CheckedEnv) {
   const cache = cacheRedis(e)
@@ -460,6 +486,12 @@ export function loadConfig(env: Env = process.env): Config {
     importMaxBytes: e.IMPORT_MAX_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     files: filesConfig(e, e.DATA_DIR ?? './.data'),
+    tools: {
+      mcpServers: mcpServers(env),
+      timeoutMs: e.TOOL_TIMEOUT_MS,
+      maxOutputChars: e.TOOL_OUTPUT_MAX_CHARS,
+      maxSteps: e.TOOL_MAX_STEPS,
+    },
   }
 }
 

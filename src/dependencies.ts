@@ -187,6 +187,7 @@ export function openModels(config: Config): ModelCatalogue {
       contextTokens: model.contextTokens,
       systemPrompt: model.systemPrompt,
       tokenizer: tokenizerFor(model.provider, model.model),
+      tools: model.tools,
     })),
     config.models.find((model) => model.isDefault)?.slug,
   )

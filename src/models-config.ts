@@ -36,6 +36,8 @@ export interface ModelConfig {
   upstreamMaxTokens: number | undefined
   /** For `openai`: whether the model takes `reasoning_effort` (reasoning-models.ts). */
   reasoning: boolean
+  /** Whether the model is offered tools (CONTRACT §21): only an `openai` model can call them. */
+  tools: boolean
   /** The model's window; the context is cut to fit it minus maxTokens. Unset: no cut by tokens. */
   contextTokens: number | undefined
   /** The model's own system message, before the user's custom instructions. */
@@ -100,6 +102,7 @@ const Entry = Type.Object(
       ),
     ),
     reasoning: Type.Optional(field(Type.Boolean(), 'true or false')),
+    tools: Type.Optional(field(Type.Boolean(), 'true or false')),
     default: Type.Optional(field(Type.Boolean(), 'true or false')),
   },
   { additionalProperties: false },
@@ -202,7 +205,7 @@ function checkEntries(source: string, entries: Entry[], env: Env, defaultBaseUrl
       )
     if (entry.default) firstDefault = index
     if (entry.provider === 'local')
-      for (const name of ['base_url', 'api_key_env', 'reasoning'] as const)
+      for (const name of ['base_url', 'api_key_env', 'reasoning', 'tools'] as const)
         if (entry[name] !== undefined)
           throw new ModelsConfigError(`${where}.${name} is only for provider openai`)
     if (
@@ -262,6 +265,7 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
         maxTokens: DEFAULT_MAX_TOKENS,
         upstreamMaxTokens: undefined,
         reasoning: single.provider === 'openai' && isReasoningModel(single.model),
+        tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: true,
@@ -296,6 +300,7 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
     reasoning:
       entry.provider === 'openai' &&
       (entry.reasoning ?? isReasoningModel(entry.model ?? entry.slug)),
+    tools: entry.tools === true,
     contextTokens: entry.context_tokens,
     systemPrompt: entry.system_prompt === '' ? undefined : entry.system_prompt,
     isDefault: index === defaultIndex,

@@ -50,6 +50,10 @@ describe('each rule catches what it forbids', () => {
     ['src/http/cors.ts', "import { x } from '../conversation/routes.ts'"],
     ['src/files/file-store.ts', "import { x } from '../conversation/service.ts'"],
     ['src/files/folder-file-store.ts', "import { Elysia } from 'elysia'"],
+    [
+      'src/tools/document-search.ts',
+      "import { searchDocuments } from '../../plugins/docstore/repository.ts'",
+    ],
   ]
   for (const [path, source] of cases)
     test(`${path}: ${source}`, () => {

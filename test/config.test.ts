@@ -581,7 +581,8 @@ describe('every variable of the schema', () => {
       if (variableSchema(name).sensitive) expect(message).not.toContain(value)
     }
     // Only these take any non-empty text (MODELS and MODELS_FILE are then read
-    // as a catalogue, test/model/models-config.test.ts).
+    // as a catalogue, test/model/models-config.test.ts; MCP_SERVERS and
+    // MCP_SERVERS_FILE as servers, test/tools/mcp-servers-config.test.ts).
     expect(freeText.sort()).toEqual([
       'ADMIN_TOKEN',
       'APP_ENV',
@@ -594,6 +595,8 @@ describe('every variable of the schema', () => {
       'DEBUG_TOOLBAR',
       'FILES_DIR',
       'HOT_RELOAD',
+      'MCP_SERVERS',
+      'MCP_SERVERS_FILE',
       'MODEL',
       'MODELS',
       'MODELS_FILE',

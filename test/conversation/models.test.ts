@@ -103,7 +103,7 @@ async function requestWith(fake: FakeOpenAi, mark: string): Promise<RecordedRequ
       request.body.messages
         .filter((message) => message.role === 'user')
         .at(-1)
-        ?.content.includes(mark),
+        ?.content?.includes(mark),
   )
   expect(found).toHaveLength(1)
   return found[0] as RecordedRequest
@@ -410,7 +410,7 @@ describeEachBackend(
       // What was sent fits the window by the service's own (conservative) count.
       const used =
         messages.reduce(
-          (sum, message) => sum + estimateTokens(message.content) + MESSAGE_OVERHEAD_TOKENS,
+          (sum, message) => sum + estimateTokens(message.content ?? '') + MESSAGE_OVERHEAD_TOKENS,
           0,
         ) + REPLY_PRIMING_TOKENS
       expect(used).toBeLessThanOrEqual(TINY.context_tokens - TINY.max_tokens)

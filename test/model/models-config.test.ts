@@ -45,6 +45,7 @@ describe('MODELS', () => {
         maxTokens: 8191,
         upstreamMaxTokens: undefined,
         reasoning: false,
+        tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: true,
@@ -97,6 +98,7 @@ describe('MODELS', () => {
         maxTokens: 8191,
         upstreamMaxTokens: undefined,
         reasoning: false,
+        tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
         isDefault: false,
@@ -111,6 +113,7 @@ describe('MODELS', () => {
         maxTokens: 8191,
         upstreamMaxTokens: undefined,
         reasoning: false,
+        tools: false,
         contextTokens: 128000,
         systemPrompt: 'Be kind.',
         isDefault: true,
@@ -125,6 +128,7 @@ describe('MODELS', () => {
         maxTokens: 1024,
         upstreamMaxTokens: 1024,
         reasoning: false,
+        tools: false,
         contextTokens: 8192,
         systemPrompt: undefined,
         isDefault: false,
@@ -151,6 +155,22 @@ describe('MODELS', () => {
       [true, 1024],
       [false, 8191],
     ])
+  })
+
+  test('tools (CONTRACT §21): offered only to entries that say tools: true', () => {
+    const config = loadConfig({
+      MODELS: JSON.stringify([
+        { slug: 'caller', provider: 'openai', tools: true },
+        { slug: 'plain', provider: 'openai' },
+        { slug: 'echo', provider: 'local' },
+      ]),
+    })
+    expect(config.models.map((model) => [model.slug, model.tools])).toEqual([
+      ['caller', true],
+      ['plain', false],
+      ['echo', false],
+    ])
+    expect(loadConfig({}).models[0]?.tools).toBe(false)
   })
 
   test("whether a model takes reasoning_effort: the entry's reasoning, else its name", () => {
@@ -244,6 +264,8 @@ describe('MODELS', () => {
       ],
       [[{ ...ok, default: 'yes' }], 'MODELS[0].default must be true or false'],
       [[{ ...ok, reasoning: true }], 'MODELS[0].reasoning is only for provider openai'],
+      [[{ ...ok, tools: true }], 'MODELS[0].tools is only for provider openai'],
+      [[{ slug: 'x', provider: 'openai', tools: 'yes' }], 'MODELS[0].tools must be true or false'],
       [
         [{ slug: 'o', provider: 'openai', reasoning: 'high' }],
         'MODELS[0].reasoning must be true or false',

@@ -5,7 +5,13 @@
 //   word by word, FAKE_CHUNK_DELAY_MS apart (or <N> ms for a model named
 //   `…-<N>ms`); a non-streamed request (a title) gets a short title; a model
 //   named `hostile…` streams HOSTILE_PIECES (a NUL, lone surrogates, an emoji
-//   cut between two chunks) and titles with a NUL;
+//   cut between two chunks) and titles with a NUL; a model whose name holds
+//   `reason` first streams reasoning (`reasoning_content`, or `reasoning` for
+//   `…reason-ollama…`); one whose name holds `tools` calls every offered tool
+//   (at most two, in parallel, each call's id, name and arguments split across
+//   interleaved chunks, arguments `{"query":"<last user text>"}`, or invalid
+//   JSON for `…badjson…`) until the request holds tool results, then answers
+//   `Tool results: <each result, joined by " | ">`;
 // - `failing`: every request is a 500 whose message echoes the bearer key it
 //   was sent (as some servers do), so tests see that the key never reaches a
 //   client.
@@ -40,19 +46,76 @@ function replyText(body: Record<string, unknown>): string {
 /** What a `hostile…` model streams: text no database column holds as it is. */
 const HOSTILE_PIECES = ['NUL:\u0000 ', 'lone:\ud800 ', 'low:\udc00 ', 'party:\ud83c', '\udf89 end.']
 
-function stream(text: string, delayMs: number, given?: string[]): Response {
-  const pieces = given ?? text.match(/\S+\s*/g) ?? [text]
+/** A chunk with any delta (reasoning, tool call pieces). */
+const deltaChunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+  `data: ${JSON.stringify({
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  })}\n\n`
+
+type Message = { role?: string; content?: string | null; tool_calls?: unknown[] }
+
+/** What a scripted (`reason`, `tools`) model streams for a request, as raw chunks. */
+function scripted(body: Record<string, unknown>): string[] | undefined {
+  const model = String(body.model)
+  if (!model.includes('reason') && !model.includes('tools')) return undefined
+  const messages = (Array.isArray(body.messages) ? body.messages : []) as Message[]
+  const chunks: string[] = []
+  if (model.includes('reason')) {
+    const field = model.includes('reason-ollama') ? 'reasoning' : 'reasoning_content'
+    for (const piece of ['Thinking ', 'about ', 'it.']) chunks.push(deltaChunk({ [field]: piece }))
+  }
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user')
+  const results = messages.slice(lastUser + 1).filter((m) => m.role === 'tool')
+  const tools = (Array.isArray(body.tools) ? body.tools : []) as { function: { name: string } }[]
+  if (model.includes('tools') && results.length === 0 && tools.length > 0) {
+    const query = String(messages[lastUser]?.content ?? '')
+    const args = model.includes('badjson') ? '{"query": oops' : JSON.stringify({ query })
+    const calls = tools.slice(0, 2).map((tool, index) => ({ index, name: tool.function.name }))
+    for (const { index, name } of calls)
+      chunks.push(
+        deltaChunk({
+          tool_calls: [
+            { index, id: `call_${index}`, type: 'function', function: { name, arguments: '' } },
+          ],
+        }),
+      )
+    // Each call's arguments in three pieces, the calls' pieces interleaved.
+    const cuts = [0, 3, Math.floor(args.length / 2), args.length]
+    for (let piece = 0; piece < 3; piece++)
+      for (const { index } of calls)
+        chunks.push(
+          deltaChunk({
+            tool_calls: [
+              { index, function: { arguments: args.slice(cuts[piece], cuts[piece + 1]) } },
+            ],
+          }),
+        )
+    chunks.push(deltaChunk({}, 'tool_calls'))
+    return chunks
+  }
+  const text =
+    results.length > 0
+      ? `Tool results: ${results.map((m) => m.content ?? '').join(' | ')}`
+      : replyText(body)
+  for (const word of text.match(/\S+\s*/g) ?? [text]) chunks.push(chunk(word))
+  chunks.push(chunk('', 'stop'))
+  return chunks
+}
+
+function stream(text: string, delayMs: number, given?: string[], raw?: string[]): Response {
+  const pieces = raw ?? given ?? text.match(/\S+\s*/g) ?? [text]
   // A client that gives up (a timeout) cancels the stream: nothing more is written.
   let cancelled = false
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
       for (const piece of pieces) {
         if (cancelled) return
-        controller.enqueue(encoder.encode(chunk(piece)))
+        controller.enqueue(encoder.encode(raw ? piece : chunk(piece)))
         await Bun.sleep(delayMs)
       }
       if (cancelled) return
-      controller.enqueue(encoder.encode(`${chunk('', 'stop')}data: [DONE]\n\n`))
+      controller.enqueue(encoder.encode(`${raw ? '' : chunk('', 'stop')}data: [DONE]\n\n`))
       controller.close()
     },
     cancel() {
@@ -79,7 +142,7 @@ async function chat(request: Request): Promise<Response> {
       ],
     })
   const delayMs = Number(/-(\d+)ms$/.exec(String(body.model))?.[1] ?? chunkDelayMs)
-  return stream(replyText(body), delayMs, hostile ? HOSTILE_PIECES : undefined)
+  return stream(replyText(body), delayMs, hostile ? HOSTILE_PIECES : undefined, scripted(body))
 }
 
 const server = Bun.serve({

@@ -7,7 +7,13 @@ const SCRIPT = join(import.meta.dir, 'fake-openai-server.ts')
 export interface RecordedRequest {
   body: {
     model: string
-    messages: { role: string; content: string }[]
+    messages: {
+      role: string
+      content: string | null
+      tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]
+      tool_call_id?: string
+    }[]
+    tools?: { type: string; function: { name: string; description: string; parameters: unknown } }[]
     stream?: boolean
     temperature?: number
     reasoning_effort?: string

@@ -19,6 +19,8 @@ export interface CatalogueModel {
   systemPrompt?: string
   /** How its context is counted. */
   tokenizer: TokenizerName
+  /** Whether a turn offers it tools (CONTRACT §21); unset: none. */
+  tools?: boolean
 }
 
 export interface ModelCatalogue {

@@ -2,7 +2,9 @@
 // streamed chunk and the error bodies. Kept apart from the HTTP code so every
 // shape that upstream servers (OpenAI, vLLM, Ollama, llama.cpp) send can be
 // tested without a server, and so every detail shown to a user passes one filter.
+import type { ContextMessage, ModelRequest } from './provider.ts'
 import { ModelError } from './provider.ts'
+import type { ToolCallDelta } from './tool-call-assembler.ts'
 
 /** Upstream text shown to a user is cut to this many characters. */
 const MAX_UPSTREAM_TEXT = 200
@@ -55,6 +57,10 @@ export function statusErrorDetail(
 export interface ChunkPart {
   /** Text to append to the reply; undefined when this chunk carries none. */
   content: string | undefined
+  /** Reasoning text (`reasoning_content` or `reasoning`); undefined when none. */
+  reasoning: string | undefined
+  /** Pieces of tool calls (tool-call-assembler.ts puts them together). */
+  toolCalls: ToolCallDelta[]
   /** The chunk carried a `finish_reason`: the reply is complete. */
   finished: boolean
 }
@@ -78,9 +84,68 @@ export function readChunk(data: string, apiKey: string | undefined): ChunkPart {
   }
   // A chunk with no choices (a usage summary, say) is valid and adds nothing.
   const choice = Array.isArray(body.choices) ? body.choices[0] : undefined
-  if (!isRecord(choice)) return { content: undefined, finished: false }
-  const delta = choice.delta
-  const content = isRecord(delta) && typeof delta.content === 'string' ? delta.content : undefined
+  if (!isRecord(choice))
+    return { content: undefined, reasoning: undefined, toolCalls: [], finished: false }
+  const delta = isRecord(choice.delta) ? choice.delta : {}
   const finished = typeof choice.finish_reason === 'string' && choice.finish_reason !== ''
-  return { content: content === '' ? undefined : content, finished }
+  return {
+    content: nonEmptyString(delta.content),
+    // DeepSeek and older vLLM send `reasoning_content`; Ollama, OpenRouter and newer vLLM `reasoning`.
+    reasoning: nonEmptyString(delta.reasoning_content) ?? nonEmptyString(delta.reasoning),
+    toolCalls: Array.isArray(delta.tool_calls) ? delta.tool_calls.flatMap(toolCallDelta) : [],
+    finished,
+  }
+}
+
+const nonEmptyString = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined
+
+/** One `tool_calls[]` entry; anything not shaped like one is dropped. */
+function toolCallDelta(entry: unknown): ToolCallDelta[] {
+  if (!isRecord(entry)) return []
+  const fn = isRecord(entry.function) ? entry.function : {}
+  const index = entry.index
+  return [
+    {
+      index: Number.isSafeInteger(index) && (index as number) >= 0 ? (index as number) : undefined,
+      id: nonEmptyString(entry.id),
+      name: nonEmptyString(fn.name),
+      // Some servers send the arguments as an object rather than JSON text.
+      arguments:
+        typeof fn.arguments === 'string'
+          ? fn.arguments
+          : isRecord(fn.arguments)
+            ? JSON.stringify(fn.arguments)
+            : undefined,
+    },
+  ]
+}
+
+/** A context message as the chat-completions API takes it. */
+function wireMessage(message: ContextMessage): Record<string, unknown> {
+  if (message.role === 'tool')
+    return { role: 'tool', tool_call_id: message.toolCallId ?? '', content: message.content }
+  if (message.role === 'assistant' && message.toolCalls?.length)
+    return {
+      role: 'assistant',
+      // OpenAI takes null content beside tool calls; some servers refuse an empty string.
+      content: message.content === '' ? null : message.content,
+      tool_calls: message.toolCalls.map((call) => ({
+        id: call.id,
+        type: 'function',
+        function: { name: call.name, arguments: call.arguments },
+      })),
+    }
+  return { role: message.role, content: message.content }
+}
+
+/** The `messages` and, when tools are offered, the `tools` of a request body. */
+export function wireConversation(request: ModelRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { messages: request.messages.map(wireMessage) }
+  if (request.tools?.length)
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }))
+  return body
 }

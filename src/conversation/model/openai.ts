@@ -1,12 +1,14 @@
 // The OpenAI-compatible model adapter: streams `POST {baseUrl}/chat/completions`
 // (OpenAI, vLLM, Ollama, llama.cpp server) and yields each content delta as one
-// chunk; writes titles with openai-title.ts. Every failure, including silence longer than the timeout, ends as a
+// chunk - or, as events, content and reasoning deltas as they come and the
+// round's tool calls once assembled; writes titles with openai-title.ts. Every failure, including silence longer than the timeout, ends as a
 // ModelError whose detail is safe to show (CONTRACT §4.3).
 import { IdleBudget } from './idle-budget.ts'
 import { requestTitle } from './openai-title.ts'
-import { readChunk, statusErrorDetail } from './openai-wire.ts'
-import { ModelError, type ModelProvider, type ModelRequest } from './provider.ts'
+import { readChunk, statusErrorDetail, wireConversation } from './openai-wire.ts'
+import { ModelError, type ModelEvent, type ModelProvider, type ModelRequest } from './provider.ts'
 import { SseParser } from './sse-lines.ts'
+import { ToolCallAssembler } from './tool-call-assembler.ts'
 
 export interface OpenAiModelOptions {
   /** Reported as `model_slug`; also sent as `model` unless `model` is given. */
@@ -40,10 +42,10 @@ function limitsOf(options: OpenAiModelOptions, request: ModelRequest): Record<st
   return limits
 }
 
-async function* streamReply(
+async function* streamEvents(
   options: OpenAiModelOptions,
   request: ModelRequest,
-): AsyncGenerator<string> {
+): AsyncGenerator<ModelEvent> {
   const { signal } = request
   const { apiKey } = options
   // One controller for the upstream request, aborted by a timeout, by the
@@ -79,7 +81,7 @@ async function* streamReply(
           },
           body: JSON.stringify({
             model: options.model ?? options.slug,
-            messages: request.messages.map(({ role, content }) => ({ role, content })),
+            ...wireConversation(request),
             stream: true,
             ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
             ...limitsOf(options, request),
@@ -103,8 +105,10 @@ async function* streamReply(
     const reader = response.body.getReader()
     const decoder = new TextDecoder()
     const parser = new SseParser()
+    const calls = new ToolCallAssembler()
     // OpenAI ends with `[DONE]`; some compatible servers only send a finish_reason.
     let finished = false
+    let done = false
     for (;;) {
       const read = await budget.wait(reader.read()).catch((error: unknown) => {
         throw failure(error, 'The connection to the model server was lost.')
@@ -114,24 +118,39 @@ async function* streamReply(
         : parser.feed(decoder.decode(read.value, { stream: true }))
       for (const event of events) {
         budget.refill()
-        if (event.data === '[DONE]') return
+        if (event.data === '[DONE]') {
+          done = true
+          break
+        }
         const part = readChunk(event.data, apiKey) // throws on bad data or an error body
         if (event.event === 'error')
           throw new ModelError('The model server reported an error during the reply.')
         finished ||= part.finished
-        if (part.content === undefined) continue
+        try {
+          for (const delta of part.toolCalls) calls.add(delta)
+        } catch {
+          throw new ModelError('The model server sent tool calls larger than the service takes.')
+        }
         if (signal?.aborted) throw failure(undefined, '')
-        yield part.content
+        if (part.reasoning !== undefined) yield { type: 'reasoning', text: part.reasoning }
+        if (part.content !== undefined) yield { type: 'text', text: part.content }
       }
-      if (read.done) break
+      if (done || read.done) break
     }
-    if (!finished)
+    if (!done && !finished)
       throw new ModelError('The model server closed the stream before the reply was complete.')
+    // A call is only complete once the round is: its arguments may come in its last delta.
+    for (const call of calls.finish()) yield { type: 'tool_call', call }
   } finally {
     signal?.removeEventListener('abort', cancel)
     // Closes the upstream request when the consumer stopped early; a no-op after the end.
     controller.abort()
   }
+}
+
+/** The text deltas alone: what a caller that offers no tools and shows no reasoning reads. */
+async function* textOf(events: AsyncIterable<ModelEvent>): AsyncGenerator<string> {
+  for await (const event of events) if (event.type === 'text') yield event.text
 }
 
 /**
@@ -141,7 +160,8 @@ async function* streamReply(
 export function createOpenAiModel(options: OpenAiModelOptions): ModelProvider {
   return {
     slug: options.slug,
-    stream: (request) => streamReply(options, request),
+    stream: (request) => textOf(streamEvents(options, request)),
+    events: (request) => streamEvents(options, request),
     title: (request) => requestTitle(options, request),
   }
 }

@@ -1,13 +1,47 @@
 // The ModelProvider port: given the conversation context, stream the reply as
-// text chunks, and optionally name a conversation. Adapters: local.ts
-// (deterministic, no network, no titles), openai.ts.
+// text chunks (or as typed events: text, reasoning, tool calls), and
+// optionally name a conversation. Adapters: local.ts (deterministic, no
+// network, no titles, text only), openai.ts.
+
+/** A tool a model may call (OpenAI's function tool): its parameters are a JSON schema. */
+export interface ToolSpec {
+  name: string
+  description: string
+  parameters: Record<string, unknown>
+}
+
+/** One complete tool call of a model's round. */
+export interface ToolCall {
+  /** The model's id for the call (made up when the server sent none); a tool result names it. */
+  id: string
+  name: string
+  /** The JSON text the model wrote, as written: it may not be valid JSON. */
+  arguments: string
+}
 
 /** One message of the context handed to a model. */
 export interface ContextMessage {
-  /** `system`: the model's system prompt and the user's custom instructions, first if any. */
-  role: 'system' | 'user' | 'assistant'
+  /**
+   * `system`: the model's system prompt and the user's custom instructions,
+   * first if any. `tool`: a tool's result, within the turn that called it.
+   */
+  role: 'system' | 'user' | 'assistant' | 'tool'
   content: string
+  /** An assistant message's tool calls (within the turn that made them). */
+  toolCalls?: ToolCall[]
+  /** A tool message: the call it answers. */
+  toolCallId?: string
 }
+
+/**
+ * What a reply streams, in order: text and reasoning deltas as they come;
+ * each tool call once it is complete (its argument pieces assembled), at the
+ * end of the round.
+ */
+export type ModelEvent =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string }
+  | { type: 'tool_call'; call: ToolCall }
 
 export interface ModelRequest {
   /**
@@ -18,6 +52,8 @@ export interface ModelRequest {
   temperature?: number
   /** OpenAI's `reasoning_effort` (`low`, `medium`, `high`, …); models that take none ignore it. */
   reasoningEffort?: string
+  /** Tools the model may call; absent or empty: none are offered. */
+  tools?: ToolSpec[]
   /** Aborted when the turn is cancelled (shutdown); the stream must stop. */
   signal?: AbortSignal
 }
@@ -36,6 +72,12 @@ export interface ModelProvider {
    * an upstream failure or when no chunk arrives within the timeout.
    */
   stream(request: ModelRequest): AsyncIterable<string>
+  /**
+   * The reply as typed events (text, reasoning, tool calls); throws as
+   * `stream` does. Absent for a model that only writes text: model-events.ts
+   * then reads `stream` as text events.
+   */
+  events?(request: ModelRequest): AsyncIterable<ModelEvent>
   /**
    * Writes a short title for a new conversation (CONTRACT §11). Absent when
    * the model does not write titles; the caller then, as when this throws,

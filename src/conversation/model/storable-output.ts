@@ -16,17 +16,36 @@ export function storableText(text: string): string {
   return wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', REPLACEMENT) : wellFormed
 }
 
-/** The chunks of a model's reply, storable, in order; none empty. */
-export async function* storableChunks(chunks: AsyncIterable<string>): AsyncGenerator<string> {
-  let carried = ''
-  for await (const chunk of chunks) {
-    let text = carried + chunk
-    carried = ''
+/** One stream of chunks made storable, chunk by chunk (a cut surrogate pair carried over). */
+export class StorableStream {
+  private carried = ''
+
+  /** The storable text of the next chunk; may be empty. */
+  push(chunk: string): string {
+    let text = this.carried + chunk
+    this.carried = ''
     if (isHighSurrogate(text.charCodeAt(text.length - 1))) {
-      carried = text.slice(-1)
+      this.carried = text.slice(-1)
       text = text.slice(0, -1)
     }
-    if (text !== '') yield storableText(text)
+    return text === '' ? '' : storableText(text)
   }
-  if (carried !== '') yield REPLACEMENT
+
+  /** What is left once the stream ended: a lone high surrogate, as U+FFFD. */
+  end(): string {
+    const left = this.carried === '' ? '' : REPLACEMENT
+    this.carried = ''
+    return left
+  }
+}
+
+/** The chunks of a model's reply, storable, in order; none empty. */
+export async function* storableChunks(chunks: AsyncIterable<string>): AsyncGenerator<string> {
+  const storable = new StorableStream()
+  for await (const chunk of chunks) {
+    const text = storable.push(chunk)
+    if (text !== '') yield text
+  }
+  const left = storable.end()
+  if (left !== '') yield left
 }

@@ -1,0 +1,59 @@
+// The MCP test server (mcp-test-server.ts) as configured servers: a stdio
+// entry (the catalogue starts and ends its processes), and a Streamable HTTP
+// process on loopback started here and killed by stop() (by its own pid).
+import { join } from 'node:path'
+import type { McpServerConfig } from '../../src/tools/mcp-servers.ts'
+
+const SCRIPT = join(import.meta.dir, 'mcp-test-server.ts')
+
+/** A stdio server entry; `prefix` goes before each of its tool names. */
+export function stdioTestServer(name: string, prefix = ''): McpServerConfig {
+  return {
+    name,
+    command: process.execPath,
+    args: ['run', SCRIPT],
+    env: { MCP_TEST_PREFIX: prefix },
+  }
+}
+
+export interface HttpTestServer {
+  port: number
+  config: McpServerConfig
+  stop(): Promise<void>
+}
+
+/** Starts the server over Streamable HTTP (on `port`, else one of its own). */
+export async function startHttpTestServer(name: string, port = 0): Promise<HttpTestServer> {
+  const proc = Bun.spawn([process.execPath, 'run', SCRIPT], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      MCP_TEST_TRANSPORT: 'http',
+      MCP_TEST_PORT: String(port),
+    },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const reader = proc.stdout.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  let found: string | undefined
+  const deadline = setTimeout(() => proc.kill('SIGKILL'), 30_000)
+  while (found === undefined) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`the MCP test server exited: ${text}`)
+    text += decoder.decode(value, { stream: true })
+    found = /listening (\d+)/.exec(text)?.[1]
+  }
+  clearTimeout(deadline)
+  reader.releaseLock()
+  const listening = Number(found)
+  return {
+    port: listening,
+    config: { name, url: `http://127.0.0.1:${listening}/mcp`, headers: { 'x-test': 'yes' } },
+    async stop() {
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
+  }
+}
