@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { overloadOf } from '../src/http/admission.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
-import { appBackends, cleanupBackends } from './support/backends.ts'
+import { appBackends } from './support/backends.ts'
 import {
   conversationApp,
   get,
@@ -29,10 +29,8 @@ import {
 } from './support/server-process.ts'
 import { sseReader } from './support/sse-reader.ts'
 
-afterAll(async () => {
-  await killAllServers()
-  await cleanupBackends()
-})
+// The shared app backends are closed once, after every file (test/support/preload.ts).
+afterAll(killAllServers)
 
 const SEND = '/backend-api/f/conversation'
 const LIMITS = { maxOpenRequests: 10, maxRunningTurns: 10, overloadLagMs: 200 }

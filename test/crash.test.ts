@@ -46,6 +46,7 @@ test('kill -9 mid-reply, restart: the reply is finished as partial with its chec
   const response = await fetch(`${second.base}/backend-api/conversation/${conversationId}`, {
     headers: { 'x-user-id': userId },
   })
+  expect(response.status).toBe(200)
   const { messages } = (await response.json()) as {
     messages: { id: string; role: string; content: { parts: string[] } }[]
   }
