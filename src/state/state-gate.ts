@@ -18,7 +18,7 @@ import { type StoreBreaker, StoreUnavailableError } from '../storage/store-break
 import type { ConversationLeases } from './conversation-leases.ts'
 import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
-import type { TurnLogStore } from './turn-log-store.ts'
+import type { TurnLogStore } from './turn-log/turn-log-store.ts'
 
 /** Opens the breaker when error says the state cannot be reached (not when the breaker itself refused). */
 function report(breaker: StoreBreaker, error: unknown): void {

@@ -8,7 +8,7 @@
 // `recoveryMs`, or that is still open when the process stops, ends the stream
 // itself: an error item naming why, the completion patch of a partial reply,
 // message_stream_complete and [DONE] - never a connection closed mid-stream.
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import {
   completionItem,
   DONE_FRAME,

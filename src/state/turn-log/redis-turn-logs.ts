@@ -25,9 +25,9 @@
 //
 // The client must speak RESP2-shaped replies (ioredis' default) and carry no
 // ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
-import { isCluster, type RedisClient } from '../storage/redis-connections.ts'
-import { pipelined } from '../storage/redis-slots.ts'
-import { turnLogBucket, turnLogBuckets } from './keyspace.ts'
+import { isCluster, type RedisClient } from '../../storage/redis-connections.ts'
+import { pipelined } from '../../storage/redis-slots.ts'
+import { turnLogBucket, turnLogBuckets } from '../keyspace.ts'
 import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'
