@@ -10,11 +10,12 @@
 // conversation whatever the clocks of a failover's new primary say, and
 // across conversations, instances and a wiped store as far as the clocks do.
 // Every key of a conversation's lease carries its hash tag: one slot.
+
+import { leaseKeys } from '../storage/keyspace.ts'
 import type { RedisClient } from '../storage/redis-connections.ts'
 import { redisScript } from '../storage/redis-script.ts'
 import { bySlot } from '../storage/redis-slots.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
-import { leaseKeys } from './keyspace.ts'
 import acquireLua from './scripts/lease-acquire.lua' with { type: 'text' }
 import releaseLua from './scripts/lease-release.lua' with { type: 'text' }
 import renewLua from './scripts/lease-renew.lua' with { type: 'text' }
@@ -44,7 +45,7 @@ const RELEASE = redisScript(releaseLua)
 export interface RedisLeasesOptions {
   /** A client connected to the state database; it stays the caller's to close. */
   redis: RedisClient
-  /** The state's role prefix (keyspace.ts); tests use a random one. */
+  /** The state's role prefix (storage/keyspace.ts); tests use a random one. */
   keyPrefix?: string
 }
 

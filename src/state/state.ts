@@ -5,6 +5,7 @@
 // (REDIS_STATE_PREFIX; on REDIS_URL's database unless REDIS_STATE_URL names
 // another, or on a Sentinel-managed primary or a Cluster).
 import { randomBytes } from 'node:crypto'
+import { secretKey } from '../storage/keyspace.ts'
 import { type RedisConnector, redisConnector } from '../storage/redis-connections.ts'
 import {
   type BreakerLink,
@@ -14,7 +15,6 @@ import {
   StoreUnavailableError,
 } from '../storage/store-breaker.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
-import { secretKey } from './keyspace.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
 import { createRedisLeases } from './redis-leases.ts'

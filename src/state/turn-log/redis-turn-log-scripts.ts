@@ -4,7 +4,7 @@
 // one script call per slot: on one server (or primary) all of them, on a
 // Cluster, whose scripts must stay in one slot, those of each slot.
 //
-// Keys (names: keyspace.ts):
+// Keys (names: storage/keyspace.ts):
 //   turnlog:{<messageId>}       stream: the items, then an end entry
 //   turnlog:{<messageId>}:meta  hash: conversationId, userId, fence, length,
 //                               finished, renewAt (when the open expiry is next
@@ -28,7 +28,7 @@ import openLua from './scripts/open.lua' with { type: 'text' }
 import writeLua from './scripts/write.lua' with { type: 'text' }
 import { TurnLogFencedError, TurnLogMissingError } from './turn-log-store.ts'
 
-export { turnLogKeys, unfinishedKey } from '../keyspace.ts'
+export { turnLogKeys, unfinishedKey } from '../../storage/keyspace.ts'
 
 export interface TurnLogKeys {
   stream: string
