@@ -7,7 +7,7 @@
 //
 //   bun run bench/turn-log-cost.ts [--logs=500] [--items=60] [--rounds=3]
 import Redis from 'ioredis'
-import { createRedisTurnLogs } from '../src/state/redis-turn-logs.ts'
+import { createRedisTurnLogs } from '../src/state/turn-log/redis-turn-logs.ts'
 import { wholeNumberFlag } from './cli-flags.ts'
 import { startMeterRedis } from './meter-redis.ts'
 

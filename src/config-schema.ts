@@ -5,7 +5,7 @@
 // in config.ts.
 import { isIP } from 'node:net'
 import { FormatRegistry, type TLiteral, type TSchema, Type } from '@sinclair/typebox'
-import { isRolePrefix } from './state/keyspace.ts'
+import { isRolePrefix } from './storage/keyspace.ts'
 
 export const VARIANTS = [
   'full',

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs'
 import { type TSchema, Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { MODEL_PROVIDERS, type ModelProviderName } from './config-schema.ts'
-import { isReasoningModel } from './conversation/model/reasoning-models.ts'
+import { isReasoningModel } from './reasoning-models.ts'
 
 /** A configured model, as the catalogue (src/conversation/model/catalogue.ts) is built from it. */
 export interface ModelConfig {

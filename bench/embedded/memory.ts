@@ -2,7 +2,7 @@
 // the embedded server's resident memory as sends accumulate, and after the
 // resume window (RESUME_RETENTION_MS, set here to the 10 minutes the contract
 // requires at least) has passed for all of them. A finished turn's stream
-// stays readable in the process for that window (state/memory-turn-logs.ts),
+// stays readable in the process for that window (state/turn-log/memory-turn-logs.ts),
 // so RSS grows with the sends of the last window and comes down once the
 // sweeper (every minute) drops them; with `--database=memory` the database
 // itself (PGlite in memory) also lives in the process and keeps growing.

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { busy, invalid, notFound, unauthenticated } from '../errors.ts'
 import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
-import type { TurnLogStore } from '../state/turn-log-store.ts'
+import type { TurnLogStore } from '../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { createConduitTokens } from './conduit-token.ts'
@@ -23,6 +23,7 @@ import { createShares } from './share/shares.ts'
 import { isOwnConversation } from './sql/conversations-repository.ts'
 import { nextTurn, requestStop, runningTurn, storedReply } from './sql/turn-repository.ts'
 import { createResumeTokens } from './stream/resume-token.ts'
+import type { TurnStream } from './stream/sse-response.ts'
 import { acceptTurn } from './turn/accept.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { chooseModel } from './turn/model-choice.ts'
@@ -75,12 +76,6 @@ export interface SendRequest {
   action: SendAction
   /** Absent (the current node), `client-created-root`, or a message id of the conversation. */
   parentMessageId?: string
-}
-
-/** A stream to answer with: a turn's log from an offset, following it live. */
-export interface TurnStream {
-  /** The stream's frames, in batches of those that arrived together (TurnLogStore.read). */
-  read(signal: AbortSignal): AsyncGenerator<readonly string[]>
 }
 
 export interface ResumeRequest {

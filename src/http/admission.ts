@@ -21,7 +21,6 @@
 // resumes it (POST …/resume), which is never shed.
 import { Elysia } from 'elysia'
 import { overloaded } from '../errors.ts'
-import type { Metrics } from '../observability/metrics.ts'
 
 /** Turns running or being accepted in this process (the conversation service provides it). */
 export interface RunningTurns {
@@ -79,7 +78,8 @@ export interface AdmissionDeps {
   limits: AdmissionLimits
   turns?: RunningTurns
   lag?: { recentLagMs(): number }
-  metrics: Pick<Metrics, 'overloaded'>
+  /** Counts each shed send by why (conduit_overloaded_total); the registry is the caller's. */
+  metrics: { overloaded: { inc(labels: { reason: string }): void } }
 }
 
 export function admission({ limits, turns, lag, metrics }: AdmissionDeps) {

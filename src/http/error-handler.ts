@@ -6,7 +6,6 @@
 // `set.status`, where the access log (request-log.ts) reads it.
 import { Elysia, type ValidationError } from 'elysia'
 import { DomainError, invalid, notFound, overloaded, unavailable } from '../errors.ts'
-import { type Logger, silentLogger } from '../observability/logger.ts'
 import { isStateUnavailable } from '../state/state-unavailable.ts'
 import { isDatabaseUnavailable } from '../storage/db.ts'
 import { StoreOverloadedError } from '../storage/store-failure.ts'
@@ -48,8 +47,13 @@ function describeValidation(error: Pick<ValidationError, 'all' | 'type'>): strin
   return `The ${where}field "${field}" is not valid: ${first.message.toLowerCase()}.`
 }
 
+/** Where an unexpected failure is logged: the service's pino logger is one. */
+export interface ErrorLog {
+  error(fields: Record<string, unknown>, message: string): void
+}
+
 /** The error mapping, logging what nobody expected (an opaque 500) to log. */
-export function errorHandlerWith(log: Logger) {
+export function errorHandlerWith(log: ErrorLog) {
   return new Elysia({ name: 'error-handler' }).onError(
     { as: 'global' },
     ({ code, error, path, set }) => {
@@ -61,12 +65,12 @@ export function errorHandlerWith(log: Logger) {
 }
 
 /** The mapping without logging, for test apps that mount single plugins. */
-export const errorHandler = errorHandlerWith(silentLogger())
+export const errorHandler = errorHandlerWith({ error() {} })
 
 type ErrorCode = string | number
 
 /** What a failure means in domain terms; anything unexpected is logged and passed on as it is. */
-function domainErrorOf(code: ErrorCode, error: unknown, path: string, log: Logger): unknown {
+function domainErrorOf(code: ErrorCode, error: unknown, path: string, log: ErrorLog): unknown {
   if (error instanceof DomainError) return error
   // Errors thrown while reading the body (size limit) arrive wrapped by Elysia.
   if (code === 'PARSE' && error instanceof Error && error.cause instanceof DomainError)

@@ -2,13 +2,22 @@
 // health checks) and GET /metrics (Prometheus), behind ADMIN_TOKEN like
 // `DELETE /cache` when that is set. Mounted for every variant.
 import { Elysia, t } from 'elysia'
-import type { Metrics } from '../observability/metrics.ts'
 import { requireAdminToken } from './admin-guard.ts'
 import type { Readiness } from './readiness.ts'
 
+/**
+ * What GET /metrics serves: a registry's text exposition. The service's
+ * metrics (observability/metrics.ts, a prom-client Registry) are one; the
+ * edge only reads them.
+ */
+export interface MetricsRegistry {
+  metrics(): Promise<string>
+  readonly contentType: string
+}
+
 export interface OpsRoutesDeps {
   readiness: Readiness
-  metrics: Metrics
+  metrics: { registry: MetricsRegistry }
   adminToken: string | undefined
 }
 

@@ -12,7 +12,7 @@
 // reads go on; `refuse` throws the breaker's StoreUnavailableError (a 503),
 // for sends, which cannot run without the turn state on that Redis anyway.
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
-import { rateLimitKey, rateLimitPrefix } from '../state/keyspace.ts'
+import { rateLimitKey, rateLimitPrefix } from '../storage/keyspace.ts'
 import type { RedisClient } from '../storage/redis-connections.ts'
 import { type StoreBreaker, StoreUnavailableError } from '../storage/store-breaker.ts'
 import { StoreOverloadedError } from '../storage/store-failure.ts'
@@ -66,7 +66,7 @@ export function createRedisRateLimiter(
 
   /** One count in Redis; a refusal past the limit is an answer, not a failure of the store. */
   const count = (key: string, points: number): Promise<Counted> =>
-    // The user's id as the key's hash tag (keyspace.ts).
+    // The user's id as the key's hash tag (storage/keyspace.ts).
     shared.consume(rateLimitKey(key), points).then(
       (counted) => ({ counted }),
       (rejection: unknown) =>

@@ -10,43 +10,24 @@
 // conversation whatever the clocks of a failover's new primary say, and
 // across conversations, instances and a wiped store as far as the clocks do.
 // Every key of a conversation's lease carries its hash tag: one slot.
+
+import { leaseKeys } from '../storage/keyspace.ts'
 import type { RedisClient } from '../storage/redis-connections.ts'
 import { redisScript } from '../storage/redis-script.ts'
 import { bySlot } from '../storage/redis-slots.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
-import { leaseKeys } from './keyspace.ts'
+import acquireLua from './scripts/lease-acquire.lua' with { type: 'text' }
+import releaseLua from './scripts/lease-release.lua' with { type: 'text' }
+import renewLua from './scripts/lease-renew.lua' with { type: 'text' }
 
-// Redis >= 5 replicates script effects, not scripts, so TIME followed by a
-// write is allowed without redis.replicate_commands() (a no-op on Redis 7).
-// string.format('%d') because tostring() prints 16-digit numbers as 1.7e+15.
-// KEYS: lease, fence, wanted. ARGV: ttl, how long the fence is kept.
-const ACQUIRE = redisScript(`if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[3], 1, 'PX', ARGV[1])
-  return false
-end
-redis.call('DEL', KEYS[3])
-local time = redis.call('TIME')
-local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-if token <= last then token = last + 1 end
-local text = string.format('%d', token)
-redis.call('SET', KEYS[2], text, 'PX', ARGV[2])
-redis.call('SET', KEYS[1], text, 'PX', ARGV[1])
-return token`)
+/** Sets the lease when absent, else marks it wanted (scripts/lease-acquire.lua). */
+const ACQUIRE = redisScript(acquireLua)
 
 /** How long a conversation's last token is kept after its last acquire. */
 const FENCE_KEPT_MS = 7 * 86_400_000
 
-// Renews any number of leases: KEYS the lease keys, ARGV the ttl then each key's token.
-const RENEW = redisScript(`local held = {}
-for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[i + 1] then
-    held[i] = redis.call('PEXPIRE', KEYS[i], ARGV[1])
-  else
-    held[i] = 0
-  end
-end
-return held`)
+/** Renews the leases still held by their tokens, in one call (scripts/lease-renew.lua). */
+const RENEW = redisScript(renewLua)
 
 /** Leases renewed in one script call at most (a bigger tick's renewals take several). */
 const MAX_RENEWALS_PER_CALL = 1_000
@@ -58,16 +39,13 @@ interface Renewal {
   reject: (error: unknown) => void
 }
 
-const RELEASE = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return redis.call('DEL', KEYS[2])
-end
-return 0`)
+/** Drops a lease still held by its token: was it wanted? (scripts/lease-release.lua) */
+const RELEASE = redisScript(releaseLua)
 
 export interface RedisLeasesOptions {
   /** A client connected to the state database; it stays the caller's to close. */
   redis: RedisClient
-  /** The state's role prefix (keyspace.ts); tests use a random one. */
+  /** The state's role prefix (storage/keyspace.ts); tests use a random one. */
   keyPrefix?: string
 }
 

@@ -13,9 +13,10 @@
 //   to a reconnect or a failover still stops the turn, a moment later.
 // Messages that are not a well-formed request are dropped: another version,
 // or anyone with access, may publish on the channel.
+
+import { conversationStopChannel, stopChannel, stopFlagKey } from '../storage/keyspace.ts'
 import { duplicateClient, isCluster, type RedisClient } from '../storage/redis-connections.ts'
 import { pipelined } from '../storage/redis-slots.ts'
-import { conversationStopChannel, stopChannel, stopFlagKey } from './keyspace.ts'
 import {
   deliver,
   type ListenerErrorReport,
@@ -26,7 +27,7 @@ import {
 export interface RedisStopChannelOptions {
   /** A connected client; it publishes, stays the caller's and is never closed here. */
   redis: RedisClient
-  /** The state's role prefix (keyspace.ts); tests use a random one. */
+  /** The state's role prefix (storage/keyspace.ts); tests use a random one. */
   keyPrefix?: string
   /** Told when a listener throws. */
   report?: ListenerErrorReport

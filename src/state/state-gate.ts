@@ -22,7 +22,7 @@ import { StoreOverloadedError } from '../storage/store-failure.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
 import { isStateUnavailable } from './state-unavailable.ts'
 import type { StopChannel } from './stop-channel.ts'
-import type { TurnLogStore } from './turn-log-store.ts'
+import type { TurnLogStore } from './turn-log/turn-log-store.ts'
 
 /**
  * Opens the breaker when error, of a call started at startedAt, says the

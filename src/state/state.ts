@@ -5,6 +5,7 @@
 // (REDIS_STATE_PREFIX; on REDIS_URL's database unless REDIS_STATE_URL names
 // another, or on a Sentinel-managed primary or a Cluster).
 import { randomBytes } from 'node:crypto'
+import { secretKey } from '../storage/keyspace.ts'
 import { type RedisConnector, redisConnector } from '../storage/redis-connections.ts'
 import {
   type BreakerLink,
@@ -15,16 +16,15 @@ import {
 } from '../storage/store-breaker.ts'
 import type { StoreFailurePolicy } from '../storage/store-failure.ts'
 import type { ConversationLeases } from './conversation-leases.ts'
-import { secretKey } from './keyspace.ts'
 import { createMemoryLeases } from './memory-leases.ts'
 import { createMemoryStopChannel } from './memory-stop-channel.ts'
-import { createMemoryTurnLogs } from './memory-turn-logs.ts'
 import { createRedisLeases } from './redis-leases.ts'
 import { createRedisStopChannel } from './redis-stop-channel.ts'
-import { createRedisTurnLogs } from './redis-turn-logs.ts'
 import { gateLeases, gateStops, gateTurnLogs, reporting } from './state-gate.ts'
 import type { StopChannel } from './stop-channel.ts'
-import type { TurnLogStore } from './turn-log-store.ts'
+import { createMemoryTurnLogs } from './turn-log/memory-turn-logs.ts'
+import { createRedisTurnLogs } from './turn-log/redis-turn-logs.ts'
+import type { TurnLogStore } from './turn-log/turn-log-store.ts'
 
 export interface State {
   readonly kind: 'redis' | 'memory'

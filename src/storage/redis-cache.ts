@@ -2,12 +2,13 @@
 // redis-connections.ts), through ioredis. Commands fail fast while Redis is
 // down (one retry) and reconnects are frequent, so that resilient-cache.ts
 // sees an outage at once and its end within a second. Keys live under the
-// cache's role prefix (state/keyspace.ts), and a flush removes those keys
+// cache's role prefix (keyspace.ts), and a flush removes those keys
 // only (SCAN + UNLINK on every primary): the state, or another application,
 // may share the database.
-import { cacheRedisKey, prefixPattern } from '../state/keyspace.ts'
+
 import type { Cache } from './cache.ts'
 import { FILL_WINDOW_MS } from './cache.ts'
+import { cacheRedisKey, prefixPattern } from './keyspace.ts'
 import { isCluster, primariesOf, type RedisConnector, redisConnector } from './redis-connections.ts'
 import { redisScript } from './redis-script.ts'
 import { bySlot } from './redis-slots.ts'

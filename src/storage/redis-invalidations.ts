@@ -17,7 +17,7 @@
 // to track again once the server answers. So no write waits on a frozen feed
 // longer than one deadline, and an instance that only serves near hits stops
 // within a heartbeat and a deadline.
-import { cacheKeyOf } from '../state/keyspace.ts'
+import { cacheKeyOf } from './keyspace.ts'
 import type { InvalidationFeed, InvalidationListener } from './near-cache.ts'
 import { isCluster, type RedisConnector, redisConnector } from './redis-connections.ts'
 import { withDeadline } from './store-breaker.ts'

@@ -2,8 +2,8 @@
 // order, at most maxAhead at once, and the first failure stops the writer.
 import { expect, test } from 'bun:test'
 import { createLogWriter } from '../../src/conversation/turn/log-writer.ts'
-import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
-import { TurnLogFencedError, type TurnLogStore } from '../../src/state/turn-log-store.ts'
+import { createMemoryTurnLogs } from '../../src/state/turn-log/memory-turn-logs.ts'
+import { TurnLogFencedError, type TurnLogStore } from '../../src/state/turn-log/turn-log-store.ts'
 
 /** A store whose appends settle only when the test says so. */
 function heldStore() {

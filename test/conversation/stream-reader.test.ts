@@ -14,9 +14,9 @@ import {
   readTurnStream,
   STATE_UNAVAILABLE_DETAIL,
 } from '../../src/conversation/turn/stream-reader.ts'
-import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
-import { createRedisTurnLogs } from '../../src/state/redis-turn-logs.ts'
-import type { TurnLogStore } from '../../src/state/turn-log-store.ts'
+import { createMemoryTurnLogs } from '../../src/state/turn-log/memory-turn-logs.ts'
+import { createRedisTurnLogs } from '../../src/state/turn-log/redis-turn-logs.ts'
+import type { TurnLogStore } from '../../src/state/turn-log/turn-log-store.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'
 
 const DONE = 'data: [DONE]\n\n'

@@ -9,9 +9,9 @@
 import { describe, expect, test } from 'bun:test'
 import { createMemoryLeases } from '../../src/state/memory-leases.ts'
 import { createMemoryStopChannel } from '../../src/state/memory-stop-channel.ts'
-import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
 import { gateLeases, gateStops, gateTurnLogs } from '../../src/state/state-gate.ts'
-import { TurnLogFencedError, type TurnLogStore } from '../../src/state/turn-log-store.ts'
+import { createMemoryTurnLogs } from '../../src/state/turn-log/memory-turn-logs.ts'
+import { TurnLogFencedError, type TurnLogStore } from '../../src/state/turn-log/turn-log-store.ts'
 import { createStoreBreaker, StoreUnavailableError } from '../../src/storage/store-breaker.ts'
 
 /** A breaker whose probe answers only when the test says so. */

@@ -7,10 +7,10 @@
 // whose message is lost arrives through its durable flag.
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { conversationStopChannel, stopFlagKey } from '../../src/state/keyspace.ts'
 import { createMemoryStopChannel } from '../../src/state/memory-stop-channel.ts'
 import { createRedisStopChannel } from '../../src/state/redis-stop-channel.ts'
 import type { StopChannel, StopRequest } from '../../src/state/stop-channel.ts'
+import { conversationStopChannel, stopFlagKey } from '../../src/storage/keyspace.ts'
 import type { RedisClient } from '../../src/storage/redis-connections.ts'
 import { uniqueName } from '../support/backends.ts'
 import {

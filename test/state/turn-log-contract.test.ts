@@ -6,14 +6,14 @@
 // tested too. Waits are on events and promises, never on sleeps.
 import { afterAll, describe, expect, spyOn, test } from 'bun:test'
 import Redis from 'ioredis'
-import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
-import { turnLogKeys } from '../../src/state/redis-turn-log-scripts.ts'
-import { createRedisTurnLogs } from '../../src/state/redis-turn-logs.ts'
+import { createMemoryTurnLogs } from '../../src/state/turn-log/memory-turn-logs.ts'
+import { turnLogKeys } from '../../src/state/turn-log/redis-turn-log-scripts.ts'
+import { createRedisTurnLogs } from '../../src/state/turn-log/redis-turn-logs.ts'
 import {
   TurnLogFencedError,
   TurnLogMissingError,
   type TurnLogStore,
-} from '../../src/state/turn-log-store.ts'
+} from '../../src/state/turn-log/turn-log-store.ts'
 import { isCluster, primariesOf, type RedisClient } from '../../src/storage/redis-connections.ts'
 import { uniqueName } from '../support/backends.ts'
 import { startFaultProxy, targetOf, throughProxy } from '../support/fault-proxy.ts'

@@ -1,4 +1,4 @@
-// The Redis keyspace (src/state/keyspace.ts) and the slots it is built for:
+// The Redis keyspace (src/storage/keyspace.ts) and the slots it is built for:
 // every key of one conversation shares its slot, a key without a hash tag
 // gets one, and a cache flush on a database shared with the state and with
 // another application removes the cache's keys (markers included) and
@@ -18,7 +18,7 @@ import {
   turnLogBuckets,
   turnLogKeys,
   unfinishedKey,
-} from '../../src/state/keyspace.ts'
+} from '../../src/storage/keyspace.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { slotOf } from '../../src/storage/redis-slots.ts'
 import { TEST_REDIS_URL, uniqueName } from '../support/backends.ts'

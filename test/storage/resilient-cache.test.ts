@@ -7,8 +7,8 @@
 // over real Redis behind a fault proxy (TEST_REDIS_URL) and a private
 // redis-server that is killed, frozen and restored (where one is installed).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { cacheRedisKey } from '../../src/state/keyspace.ts'
 import type { Cache } from '../../src/storage/cache.ts'
+import { cacheRedisKey } from '../../src/storage/keyspace.ts'
 import { createMemoryCache } from '../../src/storage/memory-cache.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { createResilientCache, type ResilientCache } from '../../src/storage/resilient-cache.ts'

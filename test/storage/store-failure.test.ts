@@ -8,8 +8,8 @@
 // all open - or do not open - on the same evidence. Over real Redis, with a
 // really blocked event loop and a SIGSTOPped server: test/faults/overload.test.ts.
 import { describe, expect, test } from 'bun:test'
-import { createMemoryTurnLogs } from '../../src/state/memory-turn-logs.ts'
 import { gateTurnLogs } from '../../src/state/state-gate.ts'
+import { createMemoryTurnLogs } from '../../src/state/turn-log/memory-turn-logs.ts'
 import { createStoreBreaker, StoreUnavailableError } from '../../src/storage/store-breaker.ts'
 import {
   createStoreFailurePolicy,

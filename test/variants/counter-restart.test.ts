@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { DEFAULT_CACHE_PREFIX } from '../../src/state/keyspace.ts'
+import { DEFAULT_CACHE_PREFIX } from '../../src/storage/keyspace.ts'
 import { createRedisCache } from '../../src/storage/redis-cache.ts'
 import { TEST_REDIS_URL } from '../support/backends.ts'
 

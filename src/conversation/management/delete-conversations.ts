@@ -4,7 +4,7 @@
 // Then the rows go (messages and feedback cascade), then every cached key of
 // the conversations and their turn logs, so reads and resumes find nothing.
 import type { StopChannel } from '../../state/stop-channel.ts'
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
 import { contextKey, historyKey, listKey } from '../reads/cache-keys.ts'

@@ -19,9 +19,9 @@ export interface OpenAiModelOptions {
   baseUrl: string
   apiKey?: string
   /**
-   * Whether the model takes `reasoning_effort` (reasoning-models.ts): only
-   * then is a send's effort passed on, and its reply limit sent as
-   * `max_completion_tokens` (reasoning models refuse `max_tokens`).
+   * Whether the model takes `reasoning_effort` (decided with the configuration:
+   * src/reasoning-models.ts): only then is a send's effort passed on, and its
+   * reply limit sent as `max_completion_tokens` (reasoning models refuse `max_tokens`).
    */
   reasoning?: boolean
   /** The reply's limit in tokens, sent as `max_tokens` (or `max_completion_tokens`); unset: the server's. */

@@ -1,6 +1,6 @@
-// The conversation API's cache keys (named in state/keyspace.ts, hash-tagged
+// The conversation API's cache keys (named in storage/keyspace.ts, hash-tagged
 // by conversation or user) and expiries (CONTRACT §4.5-§4.7).
-export { contextKey, historyKey, listKey } from '../../state/keyspace.ts'
+export { contextKey, historyKey, listKey } from '../../storage/keyspace.ts'
 
 export const HISTORY_TTL_SECONDS = 600
 export const LIST_TTL_SECONDS = 600

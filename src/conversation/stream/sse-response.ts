@@ -3,8 +3,13 @@
 // keepaliveMs (from the first moment: a queued send gets its headers and pings
 // at once), and a client going away only ends this subscription.
 
-import type { TurnStream } from '../service.ts'
 import { KEEPALIVE } from './encoding.ts'
+
+/** A stream to answer with: a turn's log from an offset, following it live. */
+export interface TurnStream {
+  /** The stream's frames, in batches of those that arrived together (TurnLogStore.read). */
+  read(signal: AbortSignal): AsyncGenerator<readonly string[]>
+}
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream',

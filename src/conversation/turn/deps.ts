@@ -1,6 +1,6 @@
 // What every step of a turn works with, passed in (never module-level clients).
 
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
 import type { InstructionsStore } from '../instructions/store.ts'

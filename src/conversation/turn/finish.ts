@@ -11,7 +11,7 @@
 // once the database answers (recover.ts), exactly as streamed. The log keeps
 // it for the resume retention (RESUME_RETENTION_MS); past that the sweep falls
 // back to the row's last checkpoint.
-import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log-store.ts'
+import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
 import { forgetContext, recordReply } from '../reads/context.ts'
 import { finishReply, type QueuedTurn } from '../sql/turn-repository.ts'

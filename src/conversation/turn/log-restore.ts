@@ -14,7 +14,7 @@ import {
   type TurnLogIdentity,
   TurnLogMissingError,
   type TurnLogStore,
-} from '../../state/turn-log-store.ts'
+} from '../../state/turn-log/turn-log-store.ts'
 
 /** Whether an error of the turn log says the store failed (not a fence, not a bug). */
 export const isTurnLogFault = (error: unknown) =>

@@ -5,7 +5,7 @@
 // of a turn share a round trip instead of taking one each). At most maxAhead
 // appends are outstanding; the first failure is thrown by the next write and
 // by settle().
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 
 export interface LogWriter {
   /** Queues a frame; `stored` runs once it is in the log (in write order). */

@@ -6,7 +6,7 @@
 // unavailable (finish.ts): the finished log then holds the whole reply and how
 // it ended, and it is stored exactly so. The context list is dropped (the old
 // runner may have pushed part of the turn to it) and rebuilt by the next turn.
-import type { TurnLogInfo } from '../../state/turn-log-store.ts'
+import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import type { TextContent } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
 import { appendedText, finishOf } from '../stream/encoding.ts'

@@ -8,7 +8,7 @@
 // StateFaultError, and the turn ends with the text the log held - what its
 // readers were sent. Every running reply is also registered with the reply
 // checkpoints: its row's heartbeat (and, with in-process logs, its text).
-import { TurnLogFencedError } from '../../state/turn-log-store.ts'
+import { TurnLogFencedError } from '../../state/turn-log/turn-log-store.ts'
 import type { StoredMessage } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
 import type { TurnDeps } from './deps.ts'

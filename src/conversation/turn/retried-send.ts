@@ -10,7 +10,7 @@
 // lookup is by the user's own key, so another user's message id never finds
 // (or reveals) their turn: for them it is a send like any other.
 import { conflict, DomainError } from '../../errors.ts'
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Queryable } from '../../storage/db.ts'
 import { findSentTurn, type SentTurn } from '../sql/send-keys-repository.ts'
 import type { SendAction } from './placement.ts'

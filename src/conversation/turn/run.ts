@@ -5,7 +5,7 @@
 // with the process, the reply so far is also saved to the database at each
 // tick of the reply checkpoints (reply-checkpoints.ts), so a crash loses at
 // most a tick of text.
-import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log-store.ts'
+import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
 import type { StoredMessage } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'

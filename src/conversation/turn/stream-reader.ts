@@ -12,7 +12,7 @@
 // runner ended it, or the turn state stayed away while the database did not),
 // the reader ends as the stored reply did instead, with the text it had not
 // yet been sent: what it was sent is then what is stored.
-import type { TurnLogStore } from '../../state/turn-log-store.ts'
+import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { StoredReply } from '../sql/turn-repository.ts'
 import {
   appendedText,

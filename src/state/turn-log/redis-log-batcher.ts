@@ -13,9 +13,9 @@
 // must take (the store tells the batcher each log's length when it opens or
 // claims it), so an append that landed before the failure is recognised and
 // not written twice, and a finish is idempotent anyway.
-import type { RedisClient } from '../storage/redis-connections.ts'
-import { isNoScript } from '../storage/redis-script.ts'
-import { pipelined, type SlotCommand } from '../storage/redis-slots.ts'
+import type { RedisClient } from '../../storage/redis-connections.ts'
+import { isNoScript } from '../../storage/redis-script.ts'
+import { pipelined, type SlotCommand } from '../../storage/redis-slots.ts'
 import {
   gapLength,
   type TurnLogKeys,

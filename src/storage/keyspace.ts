@@ -26,7 +26,7 @@
 // Channels: <state prefix>stop (one for every stop), or on Cluster
 // (sharded pub/sub) <state prefix>stop:{<conversation>}.
 
-import { bucketOf } from '../storage/redis-slots.ts'
+import { bucketOf } from './redis-slots.ts'
 
 export const DEFAULT_CACHE_PREFIX = 'conduit:c:'
 export const DEFAULT_STATE_PREFIX = 'conduit:s:'

@@ -18,16 +18,17 @@
 // Nothing about a log stays in this process after finish (or remove).
 //
 // On a Cluster every script touches one slot: logs are spread over 256
-// buckets (keyspace.ts), each a hash tag with its own set of unfinished logs,
+// buckets (storage/keyspace.ts), each a hash tag with its own set of unfinished logs,
 // and batches and sweeps send one call per bucket, one pipeline per node
 // (redis-slots.ts); readers of other processes' logs poll
 // (redis-log-follower.ts).
 //
 // The client must speak RESP2-shaped replies (ioredis' default) and carry no
 // ioredis keyPrefix of its own; keys are prefixed with `keyPrefix` here.
-import { isCluster, type RedisClient } from '../storage/redis-connections.ts'
-import { pipelined } from '../storage/redis-slots.ts'
-import { turnLogBucket, turnLogBuckets } from './keyspace.ts'
+
+import { turnLogBucket, turnLogBuckets } from '../../storage/keyspace.ts'
+import { isCluster, type RedisClient } from '../../storage/redis-connections.ts'
+import { pipelined } from '../../storage/redis-slots.ts'
 import { RedisLogBatcher } from './redis-log-batcher.ts'
 import { RedisLogFollower } from './redis-log-follower.ts'
 import { RedisLogMirrors } from './redis-log-mirrors.ts'

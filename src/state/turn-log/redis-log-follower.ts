@@ -11,8 +11,8 @@
 // the slots of 256 buckets: there the loop polls instead, a non-blocking XREAD
 // per bucket followed, in one pipeline per node, at a pace that grows with the
 // number of logs.
-import { duplicateClient, isCluster, type RedisClient } from '../storage/redis-connections.ts'
-import { bySlot, pipelined } from '../storage/redis-slots.ts'
+import { duplicateClient, isCluster, type RedisClient } from '../../storage/redis-connections.ts'
+import { bySlot, pipelined } from '../../storage/redis-slots.ts'
 import { compareEntryIds, type TurnLogKeys } from './redis-turn-log-scripts.ts'
 
 export interface StreamEntry {

@@ -2,7 +2,7 @@
 // XRANGE on the main connection, then the entries the shared follower
 // (redis-log-follower.ts) hands over. Entries are matched to the reader's own
 // offset by id, so duplicates are skipped and a gap is filled by fetching again.
-import type { RedisClient } from '../storage/redis-connections.ts'
+import type { RedisClient } from '../../storage/redis-connections.ts'
 import type { FollowListener, RedisLogFollower, StreamEntry } from './redis-log-follower.ts'
 import {
   compareEntryIds,

@@ -7,8 +7,8 @@
 // (seen by a periodic check of idle mirrors that readers wait on), or nobody
 // wrote to it for openTtlMs. A mirror whose log was removed or expired
 // elsewhere ends its readers.
-import type { RedisClient } from '../storage/redis-connections.ts'
-import { pipelined } from '../storage/redis-slots.ts'
+import type { RedisClient } from '../../storage/redis-connections.ts'
+import { pipelined } from '../../storage/redis-slots.ts'
 import { LocalTurnLog } from './local-turn-log.ts'
 import type { BatchHooks } from './redis-log-batcher.ts'
 import type { TurnLogKeys } from './redis-turn-log-scripts.ts'
