@@ -160,8 +160,8 @@ describe('MODELS', () => {
   test('tools (CONTRACT §21): offered only to entries that say tools: true', () => {
     const config = loadConfig({
       MODELS: JSON.stringify([
-        { slug: 'caller', provider: 'openai', tools: true },
-        { slug: 'plain', provider: 'openai' },
+        { slug: 'caller', provider: 'openai', base_url: 'http://127.0.0.1:1/v1', tools: true },
+        { slug: 'plain', provider: 'openai', base_url: 'http://127.0.0.1:1/v1' },
         { slug: 'echo', provider: 'local' },
       ]),
     })
