@@ -47,6 +47,7 @@ describe('MODELS', () => {
         reasoning: false,
         contextTokens: undefined,
         systemPrompt: undefined,
+        vision: false,
         isDefault: true,
       },
     ])
@@ -73,6 +74,7 @@ describe('MODELS', () => {
           api_key_env: 'MY_OPENAI_KEY',
           context_tokens: 128000,
           system_prompt: 'Be kind.',
+          vision: true,
           default: true,
         },
         {
@@ -99,6 +101,7 @@ describe('MODELS', () => {
         reasoning: false,
         contextTokens: undefined,
         systemPrompt: undefined,
+        vision: false,
         isDefault: false,
       },
       {
@@ -113,6 +116,7 @@ describe('MODELS', () => {
         reasoning: false,
         contextTokens: 128000,
         systemPrompt: 'Be kind.',
+        vision: true,
         isDefault: true,
       },
       {
@@ -127,6 +131,7 @@ describe('MODELS', () => {
         reasoning: false,
         contextTokens: 8192,
         systemPrompt: undefined,
+        vision: false,
         isDefault: false,
       },
     ])

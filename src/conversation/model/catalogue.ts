@@ -19,6 +19,8 @@ export interface CatalogueModel {
   systemPrompt?: string
   /** How its context is counted. */
   tokenizer: TokenizerName
+  /** It sees images (CONTRACT §20): a send showing it one is accepted; absent, refused. */
+  vision?: boolean
 }
 
 export interface ModelCatalogue {

@@ -2,7 +2,14 @@
 // streamed chunk and the error bodies. Kept apart from the HTTP code so every
 // shape that upstream servers (OpenAI, vLLM, Ollama, llama.cpp) send can be
 // tested without a server, and so every detail shown to a user passes one filter.
-import { ModelError } from './provider.ts'
+import { type ContentPart, type ContextMessage, ModelError } from './provider.ts'
+
+/** The `messages` of a chat-completions request: a message with parts sends them as its content. */
+export function wireMessages(
+  messages: readonly ContextMessage[],
+): { role: ContextMessage['role']; content: string | ContentPart[] }[] {
+  return messages.map(({ role, content, parts }) => ({ role, content: parts ?? content }))
+}
 
 /** Upstream text shown to a user is cut to this many characters. */
 const MAX_UPSTREAM_TEXT = 200

@@ -4,7 +4,7 @@
 // ModelError whose detail is safe to show (CONTRACT §4.3).
 import { IdleBudget } from './idle-budget.ts'
 import { requestTitle } from './openai-title.ts'
-import { readChunk, statusErrorDetail } from './openai-wire.ts'
+import { readChunk, statusErrorDetail, wireMessages } from './openai-wire.ts'
 import { ModelError, type ModelProvider, type ModelRequest } from './provider.ts'
 import { SseParser } from './sse-lines.ts'
 
@@ -79,7 +79,7 @@ async function* streamReply(
           },
           body: JSON.stringify({
             model: options.model ?? options.slug,
-            messages: request.messages.map(({ role, content }) => ({ role, content })),
+            messages: wireMessages(request.messages),
             stream: true,
             ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
             ...limitsOf(options, request),

@@ -2,11 +2,23 @@
 // text chunks, and optionally name a conversation. Adapters: local.ts
 // (deterministic, no network, no titles), openai.ts.
 
+/** A part of a message's content in OpenAI's shape: text, or an image (a data URL). */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } }
+
 /** One message of the context handed to a model. */
 export interface ContextMessage {
   /** `system`: the model's system prompt and the user's custom instructions, first if any. */
   role: 'system' | 'user' | 'assistant'
+  /** The message's text: with attachments, its text parts and its documents' text (CONTRACT §20). */
   content: string
+  /**
+   * A user message with attachments as content parts (images for a model with
+   * vision, documents' text): what a provider that takes parts sends instead
+   * of `content`. Absent for a message of text alone.
+   */
+  parts?: ContentPart[]
 }
 
 export interface ModelRequest {

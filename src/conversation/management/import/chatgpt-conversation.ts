@@ -109,7 +109,7 @@ function titleOf(given: string | null, messages: readonly StoredImport[], path: 
   }
   const first = messages.find((message) => message.role === 'user' && !message.hidden)
   const parts = first?.content.parts ?? []
-  return titleFrom(textOf({ content_type: 'text', parts })) || 'Imported conversation'
+  return titleFrom(textOf({ parts })) || 'Imported conversation'
 }
 
 /** Reads conversation `index` of the file; `now` (Unix seconds) dates what nothing else does. */
