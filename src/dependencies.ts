@@ -186,6 +186,7 @@ export function openModels(config: Config): ModelCatalogue {
       maxTokens: model.maxTokens,
       contextTokens: model.contextTokens,
       systemPrompt: model.systemPrompt,
+      vision: model.vision,
       tokenizer: tokenizerFor(model.provider, model.model),
       tools: model.tools,
     })),
@@ -346,9 +347,16 @@ export async function openDependencies(
     const state = await openState(config, log, breakerLink, failures)
     onClose(() => state.close())
     const rateLimits = await openRateLimits(config, onClose, { breaker: state.breaker })
+    // Files first: a turn reads its attachments through them (CONTRACT §20).
+    const files = openFiles(
+      config,
+      db,
+      config.resumeTokenSecret ?? (await state.sharedSecret('file-url')),
+    )
     const conversations = createConversationService({
       db,
       cache,
+      files,
       models: openModels(config),
       resumeTokenSecret: config.resumeTokenSecret ?? (await state.sharedSecret('resume-token')),
       logs: state.logs,
@@ -365,11 +373,6 @@ export async function openDependencies(
       await conversations.close(config.shutdownGraceMs)
     })
     conversations.startRecovery()
-    const files = openFiles(
-      config,
-      db,
-      config.resumeTokenSecret ?? (await state.sharedSecret('file-url')),
-    )
     const readiness = createReadiness(storeChecks({ db, cache, state }))
     return { config, db, cache, state, conversations, files, rateLimits, readiness, ...observed }
   } catch (error) {

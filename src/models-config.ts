@@ -6,7 +6,8 @@
 // API keys are never written in an entry: `api_key_env` names the variable
 // that holds one, which is read here and never echoed. Whether an `openai`
 // model takes `reasoning_effort` is the entry's `reasoning`, else guessed from
-// its name (reasoning-models.ts).
+// its name (reasoning-models.ts). Whether it sees images is the entry's
+// `vision` (CONTRACT §20), false unless set.
 //
 // OpenAI's own API refuses every request without a key, so an `openai` model
 // served from api.openai.com without one stops the process at startup; any
@@ -42,6 +43,8 @@ export interface ModelConfig {
   contextTokens: number | undefined
   /** The model's own system message, before the user's custom instructions. */
   systemPrompt: string | undefined
+  /** The model sees images (CONTRACT §20); false: a send with images to it is a 422. */
+  vision: boolean
   /** The catalogue's default: exactly one entry is. */
   isDefault: boolean
 }
@@ -103,6 +106,7 @@ const Entry = Type.Object(
     ),
     reasoning: Type.Optional(field(Type.Boolean(), 'true or false')),
     tools: Type.Optional(field(Type.Boolean(), 'true or false')),
+    vision: Type.Optional(field(Type.Boolean(), 'true or false')),
     default: Type.Optional(field(Type.Boolean(), 'true or false')),
   },
   { additionalProperties: false },
@@ -268,6 +272,7 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
         tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
+        vision: false,
         isDefault: true,
       },
     ]
@@ -303,6 +308,7 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
     tools: entry.tools === true,
     contextTokens: entry.context_tokens,
     systemPrompt: entry.system_prompt === '' ? undefined : entry.system_prompt,
+    vision: entry.vision ?? false,
     isDefault: index === defaultIndex,
   }))
 }

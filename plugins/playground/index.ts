@@ -1,7 +1,7 @@
 // GET /playground: a page where a person tries the conversation API in a
 // browser, served by the service itself: plain HTML, one stylesheet and small
 // ES modules (the page, and the stream reader, branch tree, Markdown
-// renderer, dialogs, model picker and custom-instructions dialog it imports),
+// renderer, dialogs, model picker, custom-instructions dialog and attachments it imports),
 // read once at startup. The Markdown parser (marked) and the sanitiser
 // (DOMPurify) are the ES module builds of their npm packages, served from
 // node_modules like the API docs' bundles (plugins/docs/assets.ts). No CDN
@@ -37,6 +37,7 @@ const OWN_FILES = {
   'icons.js': JS,
   'models.js': JS,
   'instructions.js': JS,
+  'attachments.js': JS,
 } as const
 
 /** The libraries' browser builds, by the name the page imports them as (vendor/<name>). */

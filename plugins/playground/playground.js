@@ -9,6 +9,7 @@
 // /resume from the first item). Buttons for routes this server does not
 // have (read from /docs/json) stay hidden. On a narrow screen the
 // conversation list is a drawer behind the menu button.
+import { attachmentPicker, attachmentsView, messageWithFiles } from './attachments.js'
 import { askText, confirmIn } from './dialogs.js'
 import { icon } from './icons.js'
 import { instructionsDialog } from './instructions.js'
@@ -100,6 +101,17 @@ async function call(method, path, body, extraHeaders = {}) {
 const callJson = async (method, path, body) => (await call(method, path, body)).json()
 
 const models = modelPicker(el.model, callJson)
+
+const attachments = attachmentPicker(
+  {
+    button: $('attach'),
+    input: $('attach-file'),
+    list: $('attachment-list'),
+    dropZone: $('composer-area'),
+  },
+  call,
+  (text, isError) => say(text, isError),
+)
 
 function say(text, isError = false) {
   el.status.textContent = text
@@ -355,6 +367,9 @@ function messageItem(message) {
     // What the user typed is shown as typed.
     text.className = 'text plain'
     text.textContent = textOf(message)
+    // Its images as thumbnails, its documents by name (CONTRACT §20).
+    const files = attachmentsView(message, call)
+    if (files) li.append(files)
   }
   li.append(text)
   setOutcome(li, outcomeOf(message))
@@ -644,11 +659,16 @@ function cutShownBranch(id, keep) {
 async function send(event) {
   event.preventDefault()
   const text = el.prompt.value
-  if (text.trim() === '' || state.reading) return
+  if ((text.trim() === '' && !attachments.any()) || state.reading) return
+  if (attachments.busy()) {
+    say('Wait for the files to finish uploading.', true)
+    return
+  }
   el.prompt.value = ''
   fitPrompt()
   el.prompt.dataset.sent = text.slice(0, 80)
-  const body = { messages: [userMessage(text)] }
+  const files = attachments.take()
+  const body = { messages: [files.length > 0 ? messageWithFiles(text, files) : userMessage(text)] }
   if (state.conversationId) {
     body.conversation_id = state.conversationId
     // The branch shown may not be the server's current one: the message follows what is shown.

@@ -1,10 +1,20 @@
 // The message shapes that travel in the v1 stream and in the context list, and
 // the pure helpers that build them.
+import type { Attachment, MultimodalPart } from '../files/multimodal-message.ts'
 
 export interface TextContent {
   content_type: 'text'
   parts: string[]
 }
+
+/** A user message with attachments as chatgpt.com sends it (CONTRACT §20): text and image pointers. */
+export interface MultimodalContent {
+  content_type: 'multimodal_text'
+  parts: MultimodalPart[]
+}
+
+/** What a user sends: text, or text with image pointers. */
+export type UserContent = TextContent | MultimodalContent
 
 /**
  * A message's content as stored: text for this service's own messages, and
@@ -13,7 +23,8 @@ export interface TextContent {
  */
 export interface MessageContent {
   content_type: string
-  parts?: string[]
+  /** Texts, and objects such as image asset pointers. */
+  parts?: (string | Record<string, unknown>)[]
   [field: string]: unknown
 }
 
@@ -30,7 +41,7 @@ export interface StreamMessage {
   author: { role: 'user' | 'assistant'; name?: null; metadata?: Record<string, never> }
   create_time: number
   update_time?: number
-  content: TextContent
+  content: UserContent
   status: string
   end_turn: boolean | null
   weight?: number
@@ -49,7 +60,9 @@ export type MessageType = 'next' | 'variant'
 export interface StoredMessage {
   id: string
   role: 'user' | 'assistant'
-  content: TextContent
+  content: UserContent
+  /** The files a user message names (its `metadata.attachments`, CONTRACT §20); absent when none. */
+  attachments?: Attachment[]
   /** Unix seconds with a fraction. */
   createTime: number
   /** The message this one follows in the tree (null at the top); unknown for context entries. */
@@ -80,18 +93,26 @@ export function unixSeconds(): number {
 export const dateOf = (seconds: number) => new Date(Math.round(seconds * 1000))
 
 /** Stored content with its keys in wire order: jsonb does not keep key order. */
-export const orderedContent = (stored: TextContent): TextContent => ({
-  content_type: stored.content_type,
-  parts: stored.parts,
-})
+export const orderedContent = <T extends UserContent>(stored: T): T =>
+  ({ content_type: stored.content_type, parts: stored.parts }) as T
+
+/** The metadata a stored user message keeps: its attachments, as chatgpt.com lists them. */
+export const userMetadata = (message: Pick<StoredMessage, 'attachments'>) =>
+  message.attachments && message.attachments.length > 0 ? { attachments: message.attachments } : {}
+
+/** The attachments of stored metadata, when it lists any. */
+export function attachmentsOf(metadata: unknown): Attachment[] | undefined {
+  const listed = (metadata as { attachments?: unknown } | null | undefined)?.attachments
+  return Array.isArray(listed) && listed.length > 0 ? (listed as Attachment[]) : undefined
+}
 
 /** Any stored content with `content_type` first, then `parts`, then the rest as stored. */
 export const wireContent = ({ content_type, parts, ...rest }: MessageContent): MessageContent =>
   parts === undefined ? { content_type, ...rest } : { content_type, parts, ...rest }
 
-/** The text of a message: its parts joined by newlines. */
-export function textOf(content: TextContent): string {
-  return content.parts.join('\n')
+/** The text of a message: its text parts joined by newlines (image pointers are not text). */
+export function textOf(content: { parts?: readonly unknown[] }): string {
+  return (content.parts ?? []).filter((part) => typeof part === 'string').join('\n')
 }
 
 export function userStreamMessage(message: StoredMessage): StreamMessage {
@@ -102,7 +123,7 @@ export function userStreamMessage(message: StoredMessage): StreamMessage {
     content: message.content,
     status: 'finished_successfully',
     end_turn: null,
-    metadata: {},
+    metadata: userMetadata(message),
   }
 }
 

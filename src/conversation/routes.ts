@@ -5,6 +5,7 @@ import { DEFAULT_IMPORT_MAX_BYTES } from '../config-schema.ts'
 import { invalid, tooLarge, unauthenticated } from '../errors.ts'
 import type { Authenticator } from '../http/auth.ts'
 import { handshakeRoutes } from './handshake-routes.ts'
+import { type InputContent, readInputContent } from './input-content.ts'
 import { instructionsRoutes } from './instructions/routes.ts'
 import { managementRoutes } from './management/management-routes.ts'
 import { transferRoutes } from './management/transfer-routes.ts'
@@ -46,9 +47,11 @@ export interface ConversationRoutesDeps {
 
 /**
  * Rules the schema cannot say: who wrote each message (`role` or
- * `author.role`), what a variant names, text limits and messages that say nothing.
+ * `author.role`), what a variant names, what each part is (CONTRACT §20),
+ * text limits and messages that say nothing. Resolves with each message's
+ * content as it is to be stored.
  */
-function checkSend(body: SendBody): void {
+function checkSend(body: SendBody): InputContent[] {
   const { messages } = body
   let total = 0
   if (body.action === 'variant') {
@@ -59,16 +62,21 @@ function checkSend(body: SendBody): void {
     if (messages[0]?.id === undefined)
       throw invalid('The field "messages[0].id" is required with action "variant".')
   }
-  messages.forEach((message, index) => {
+  const contents = messages.map((message, index) => {
     if (message.role === undefined && message.author?.role === undefined)
       throw invalid(`The field "messages[${index}].role" (or "author.role") is required.`)
-    const parts = message.content.parts
-    if (parts.every((part) => part.trim() === ''))
+    const read = readInputContent(message.content, message.metadata, index)
+    const parts: readonly unknown[] = read.content.parts
+    const texts = parts.filter((part): part is string => typeof part === 'string')
+    // An image or a document says something on its own.
+    if (read.fileIds.length === 0 && texts.every((part) => part.trim() === ''))
       throw invalid(`The field "messages[${index}].content.parts" must contain some text.`)
-    for (const part of parts) total += part.length
+    for (const part of texts) total += part.length
+    return read
   })
   if (total > MAX_TEXT_CHARS)
     throw tooLarge(`The messages hold more than ${MAX_TEXT_CHARS} characters of text.`)
+  return contents
 }
 
 export function conversationRoutes({
@@ -89,13 +97,13 @@ export function conversationRoutes({
         // Identity as the body names it, else as reads name it (CONTRACT §9).
         const claimed = body.user_id ?? request.headers.get('x-user-id') ?? undefined
         const userId = await auth.userOf(request, claimed)
-        checkSend(body)
+        const contents = checkSend(body)
         const stream = await conversations.send({
           userId,
           conversationId: body.conversation_id?.toLowerCase() ?? undefined,
-          messages: body.messages.map((message) => ({
+          messages: body.messages.map((message, index) => ({
             id: message.id,
-            parts: message.content.parts,
+            ...(contents[index] as InputContent),
           })),
           temperature: body.metadata?.temperature,
           model: body.model,

@@ -25,10 +25,19 @@ const InputMessage = t.Object(
     author: t.Optional(t.Object({ role: userRole('As chatgpt.com clients send it.') }, open)),
     content: t.Object(
       {
-        content_type: t.Literal('text'),
-        parts: t.Array(t.String(), { minItems: 1, maxItems: 32 }),
+        content_type: t.Union([t.Literal('text'), t.Literal('multimodal_text')], {
+          description:
+            '`text`, or `multimodal_text` for a message with images (CONTRACT §20; each part then a text or an image asset pointer).',
+        }),
+        parts: t.Array(t.Union([t.String(), t.Object({}, open)]), { minItems: 1, maxItems: 32 }),
       },
       open,
+    ),
+    metadata: t.Optional(
+      t.Unknown({
+        description:
+          'Its `attachments` (`[{"id","name","mimeType","size","width?","height?"}]`) name the uploaded files it carries.',
+      }),
     ),
   },
   open,

@@ -10,6 +10,7 @@ import type { TurnLogStore } from '../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { createConduitTokens } from './conduit-token.ts'
+import type { InputContent } from './input-content.ts'
 import { createInstructionsStore } from './instructions/store.ts'
 import { exportStream } from './management/export/export-stream.ts'
 import { importConversations } from './management/import/import-conversations.ts'
@@ -25,6 +26,7 @@ import { nextTurn, requestStop, runningTurn, storedReply } from './sql/turn-repo
 import { createResumeTokens } from './stream/resume-token.ts'
 import type { TurnStream } from './stream/sse-response.ts'
 import { acceptTurn } from './turn/accept.ts'
+import { type AttachmentFiles, checkAttachments } from './turn/attachments.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { chooseModel } from './turn/model-choice.ts'
 import { type ConversationObserver, silentObserver } from './turn/observer.ts'
@@ -60,13 +62,18 @@ export interface ConversationServiceOptions {
   warn?: (message: string, error: unknown) => void
   /** Told of turns and streams (logs, metrics); silent when absent. */
   observer?: ConversationObserver
+  /** The users' uploaded files (CONTRACT §20); without them a send naming a file is a 404. */
+  files?: AttachmentFiles
+  /** How long a turn waits to read its files before it ends with an error (default 10 s). */
+  fileReadMs?: number
 }
 
 export interface SendRequest {
   userId: string
   /** Absent: a new conversation. */
   conversationId?: string
-  messages: { id?: string; parts: string[] }[]
+  /** Each with its content and attachments as input-content.ts read them. */
+  messages: ({ id?: string } & InputContent)[]
   temperature?: number
   /** The send's `model`: a slug, or `auto` / empty / absent for the conversation's model. */
   model?: string | null
@@ -143,6 +150,8 @@ export function createConversationService(options: ConversationServiceOptions) {
       !logs.durable,
     ),
     storeRecoveryMs,
+    files: options.files,
+    fileReadMs: options.fileReadMs ?? 10_000,
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
@@ -214,6 +223,9 @@ export function createConversationService(options: ConversationServiceOptions) {
         conversationId: request.conversationId,
         userId: request.userId,
       })
+      // So are files that are not the sender's, and images to a model without vision.
+      if (request.action === 'next')
+        await checkAttachments(options.files, request.userId, request.messages, choice.model)
       const conversationId = request.conversationId ?? newId()
       let lease: Lease | undefined
       const turn = await inArrivalOrder(conversationId, async () => {
@@ -231,7 +243,8 @@ export function createConversationService(options: ConversationServiceOptions) {
             isNew,
             messages: request.messages.map((message) => ({
               id: message.id ?? newId(),
-              parts: message.parts,
+              content: message.content,
+              attachments: message.attachments,
             })),
             temperature: request.temperature,
             model: choice.model.slug,
@@ -250,7 +263,17 @@ export function createConversationService(options: ConversationServiceOptions) {
         }
       }).catch(async (refusal: unknown) => ({
         // A retried send starts nothing: it answers with its original's stream (CONTRACT §14).
-        retryOf: await originalOfRetry(deps, request, refusal),
+        retryOf: await originalOfRetry(
+          deps,
+          {
+            ...request,
+            messages: request.messages.map((message) => ({
+              id: message.id,
+              parts: message.content.parts,
+            })),
+          },
+          refusal,
+        ),
       }))
       if ('retryOf' in turn) return streamOf(turn.retryOf, 0)
       runner.accepted(

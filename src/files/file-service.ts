@@ -213,9 +213,15 @@ export function createFileService(options: FileServiceOptions) {
     /**
      * The files a message names (multimodal-message.ts fileIds), in that
      * order, images with their bytes, for model-content.ts: `not_found` (404)
-     * when one is not a ready file of the user's, as for a conversation.
+     * when one is not a ready file of the user's, as for a conversation. With
+     * skipMissing (a stored message whose file was deleted since), such a
+     * file is left out instead.
      */
-    async resolveAttachments(userId: string, ids: readonly string[]): Promise<ResolvedFile[]> {
+    async resolveAttachments(
+      userId: string,
+      ids: readonly string[],
+      options: { skipMissing?: boolean } = {},
+    ): Promise<ResolvedFile[]> {
       const found = new Map(
         (
           await files.readyFiles(
@@ -224,13 +230,15 @@ export function createFileService(options: FileServiceOptions) {
           )
         ).map((row) => [row.id, row]),
       )
-      return Promise.all(
-        ids.map(async (id) => {
+      const resolved = await Promise.all(
+        ids.map(async (id): Promise<ResolvedFile | undefined> => {
           const row = found.get(id)
-          if (!row) throw notFound(`File not found: ${id}.`)
-          const image = row.mimeType.startsWith('image/')
-          const bytes = image ? await store.read(fileKey(id)) : undefined
-          if (image && bytes === undefined) throw notFound(`File not found: ${id}.`)
+          const image = row?.mimeType.startsWith('image/') ?? false
+          const bytes = row && image ? await store.read(fileKey(id)) : undefined
+          if (!row || (image && bytes === undefined)) {
+            if (options.skipMissing) return undefined
+            throw notFound(`File not found: ${id}.`)
+          }
           return {
             id,
             name: row.name,
@@ -240,6 +248,7 @@ export function createFileService(options: FileServiceOptions) {
           }
         }),
       )
+      return resolved.filter((file) => file !== undefined)
     },
   }
 }

@@ -43,6 +43,13 @@ function prefixWithin(text: string, budget: number, count: (text: string) => num
   return text.slice(0, low).toWellFormed()
 }
 
+/** The 422 of images sent to a model whose catalogue entry lacks `vision: true`. */
+export const modelWithoutVision = (slug: string) =>
+  invalid(
+    `The model "${slug}" cannot see images: pick a model with vision, or send the message without them.`,
+    'model_without_vision',
+  )
+
 const documentHeader = (file: ResolvedFile) => `Attached document "${file.name}":\n\n`
 
 /**
@@ -64,11 +71,7 @@ export function toModelContent(
     }
     const file = byId.get(fileIdOf(part.asset_pointer) ?? '')
     if (!file?.bytes) continue
-    if (!options.model.vision)
-      throw invalid(
-        `The model "${options.model.slug}" cannot see images: pick a model with vision, or send the message without them.`,
-        'model_without_vision',
-      )
+    if (!options.model.vision) throw modelWithoutVision(options.model.slug)
     const data = Buffer.from(file.bytes).toString('base64')
     content.push({ type: 'image_url', image_url: { url: `data:${file.mimeType};base64,${data}` } })
   }

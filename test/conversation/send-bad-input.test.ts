@@ -205,7 +205,15 @@ describeEachBackend({}, (t) => {
         .send({
           userId: user,
           conversationId: cid,
-          messages: [{ id: 'dup-kind', parts: ['again'] }],
+          messages: [
+            {
+              id: 'dup-kind',
+              content: { content_type: 'text', parts: ['again'] },
+              attachments: [],
+              fileIds: [],
+              imageIds: [],
+            },
+          ],
           action: 'next',
         })
         .then(

@@ -271,13 +271,6 @@ describeEachBackend({}, (t) => {
         imported: 2,
         skipped: [
           {
-            id: CHATGPT_IDS.lisbon,
-            index: 0,
-            message_id: 'u-1',
-            reason:
-              '1 attachment part(s) (image_asset_pointer) not imported: only the text is kept',
-          },
-          {
             id: CHATGPT_IDS.eggs,
             index: 1,
             message_id: 'x-1',
@@ -325,10 +318,20 @@ describeEachBackend({}, (t) => {
         'a-2b',
       ])
       const { mapping } = detail
-      // Text parts of the image message are kept; the image pointer is not.
+      // The image message as chatgpt.com keeps it (CONTRACT §20): its pointer and its text.
       expect(mapping['u-1']?.message?.content).toEqual({
         content_type: 'multimodal_text',
-        parts: ['Where was this picture taken?'],
+        parts: [
+          {
+            content_type: 'image_asset_pointer',
+            asset_pointer: 'file-service://file-7aKq',
+            size_bytes: 48211,
+            width: 640,
+            height: 480,
+            metadata: null,
+          },
+          'Where was this picture taken?',
+        ],
       })
       // Hidden and tool nodes as the export had them.
       expect(mapping['sys-1']?.message).toMatchObject({
@@ -353,8 +356,10 @@ describeEachBackend({}, (t) => {
         update_time: 1714000420.5,
         metadata: { model_slug: 'gpt-4o-mini', finish_details: { type: 'stop' } },
       })
-      // Only the public metadata is kept (no attachment list, no request ids).
-      expect(mapping['u-1']?.message?.metadata).toEqual({})
+      // Only the public metadata is kept: the attachment list, no request ids.
+      expect(mapping['u-1']?.message?.metadata).toEqual({
+        attachments: [{ id: 'file-7aKq', name: 'tram.jpg', size: 48211 }],
+      })
     })
 
     test('a malformed title, a reply still in progress and an unknown role are mended', async () => {

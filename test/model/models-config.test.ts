@@ -48,6 +48,7 @@ describe('MODELS', () => {
         tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
+        vision: false,
         isDefault: true,
       },
     ])
@@ -74,6 +75,7 @@ describe('MODELS', () => {
           api_key_env: 'MY_OPENAI_KEY',
           context_tokens: 128000,
           system_prompt: 'Be kind.',
+          vision: true,
           default: true,
         },
         {
@@ -101,6 +103,7 @@ describe('MODELS', () => {
         tools: false,
         contextTokens: undefined,
         systemPrompt: undefined,
+        vision: false,
         isDefault: false,
       },
       {
@@ -116,6 +119,7 @@ describe('MODELS', () => {
         tools: false,
         contextTokens: 128000,
         systemPrompt: 'Be kind.',
+        vision: true,
         isDefault: true,
       },
       {
@@ -131,6 +135,7 @@ describe('MODELS', () => {
         tools: false,
         contextTokens: 8192,
         systemPrompt: undefined,
+        vision: false,
         isDefault: false,
       },
     ])

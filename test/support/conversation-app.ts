@@ -48,7 +48,13 @@ export async function conversationApp(options: TestAppOptions) {
   const db = options.db ?? (await options.backend.db())
   const cache = options.cache ?? options.backend.cache()
   const state = await options.backend.state()
+  // Attachments in FILES_DIR, or a folder of this app's own (made on its first file), signed as resume tokens are.
+  const filesConfig = options.env?.FILES_DIR
+    ? config
+    : { ...config, files: { ...config.files, dir: join(tmpdir(), uniqueName('conduit-files')) } }
+  const files = openFiles(filesConfig, db, config.resumeTokenSecret ?? 'test-resume-secret')
   const conversations = createConversationService({
+    files,
     db,
     cache,
     ...(options.model ? { model: options.model } : { models: openModels(config) }),
@@ -61,11 +67,6 @@ export async function conversationApp(options: TestAppOptions) {
     warn: () => {},
     observer: options.observer,
   })
-  // Attachments in FILES_DIR, or a folder of this app's own (made on its first file), signed as resume tokens are.
-  const filesConfig = options.env?.FILES_DIR
-    ? config
-    : { ...config, files: { ...config.files, dir: join(tmpdir(), uniqueName('conduit-files')) } }
-  const files = openFiles(filesConfig, db, config.resumeTokenSecret ?? 'test-resume-secret')
   const app = createApp({
     config,
     db,

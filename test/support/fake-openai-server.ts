@@ -34,11 +34,21 @@ const chunk = (content: string, finish: string | null = null) =>
     choices: [{ index: 0, delta: { content }, finish_reason: finish }],
   })}\n\n`
 
+/** A message's text: its content, or the text parts of content sent as parts (attachments). */
+function textOfContent(content: unknown): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content
+    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join('\n')
+}
+
 function replyText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body.messages)
-    ? (body.messages as { role?: string; content?: string }[])
+    ? (body.messages as { role?: string; content?: unknown }[])
     : []
-  const last = messages.filter((message) => message.role === 'user').at(-1)?.content ?? ''
+  const last = textOfContent(messages.filter((message) => message.role === 'user').at(-1)?.content)
   const words = last.split(/\s+/).filter(Boolean).slice(0, 6).join(' ')
   return `Reply of ${String(body.model)} to "${words}" (${messages.length} messages).`
 }

@@ -7,7 +7,8 @@ import { zipSync } from 'fflate'
 
 function chunk(type: string, data: Uint8Array): Uint8Array {
   const body = new Uint8Array([...new TextEncoder().encode(type), ...data])
-  const out = new Uint8Array(8 + body.length + 4)
+  // Length, type and data, CRC: 4 + body.length + 4 bytes.
+  const out = new Uint8Array(4 + body.length + 4)
   const view = new DataView(out.buffer)
   view.setUint32(0, data.length)
   out.set(body, 4)

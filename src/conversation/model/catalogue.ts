@@ -21,6 +21,8 @@ export interface CatalogueModel {
   tokenizer: TokenizerName
   /** Whether a turn offers it tools (CONTRACT §21); unset: none. */
   tools?: boolean
+  /** It sees images (CONTRACT §20): a send showing it one is accepted; absent, refused. */
+  vision?: boolean
 }
 
 export interface ModelCatalogue {

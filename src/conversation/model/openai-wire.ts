@@ -136,7 +136,8 @@ function wireMessage(message: ContextMessage): Record<string, unknown> {
         function: { name: call.name, arguments: call.arguments },
       })),
     }
-  return { role: message.role, content: message.content }
+  // A message with attachments sends its parts (images, documents' text) as its content.
+  return { role: message.role, content: message.parts ?? message.content }
 }
 
 /** The `messages` and, when tools are offered, the `tools` of a request body. */

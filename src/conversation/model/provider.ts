@@ -19,6 +19,11 @@ export interface ToolCall {
   arguments: string
 }
 
+/** A part of a message's content in OpenAI's shape: text, or an image (a data URL). */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string } }
+
 /** One message of the context handed to a model. */
 export interface ContextMessage {
   /**
@@ -26,7 +31,14 @@ export interface ContextMessage {
    * first if any. `tool`: a tool's result, within the turn that called it.
    */
   role: 'system' | 'user' | 'assistant' | 'tool'
+  /** The message's text: with attachments, its text parts and its documents' text (CONTRACT §20). */
   content: string
+  /**
+   * A user message with attachments as content parts (images for a model with
+   * vision, documents' text): what a provider that takes parts sends instead
+   * of `content`. Absent for a message of text alone.
+   */
+  parts?: ContentPart[]
   /** An assistant message's tool calls (within the turn that made them). */
   toolCalls?: ToolCall[]
   /** A tool message: the call it answers. */

@@ -18,12 +18,15 @@ export interface ContextDeps {
   warn: (message: string, error: unknown) => void
 }
 
+// An entry names a message's files by id (its image pointers and attachments),
+// never their bytes: the model request reads them (turn/attachments.ts).
 const encode = (message: StoredMessage) =>
   JSON.stringify({
     id: message.id,
     role: message.role,
     content: message.content,
     create_time: message.createTime,
+    ...(message.attachments ? { attachments: message.attachments } : {}),
   })
 
 function decode(entry: string): StoredMessage | undefined {
@@ -33,8 +36,15 @@ function decode(entry: string): StoredMessage | undefined {
       role: 'user' | 'assistant'
       content: StoredMessage['content']
       create_time: number
+      attachments?: StoredMessage['attachments']
     }
-    return { id: value.id, role: value.role, content: value.content, createTime: value.create_time }
+    return {
+      id: value.id,
+      role: value.role,
+      content: value.content,
+      createTime: value.create_time,
+      ...(value.attachments ? { attachments: value.attachments } : {}),
+    }
   } catch {
     return undefined
   }

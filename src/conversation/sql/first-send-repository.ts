@@ -8,7 +8,7 @@
 // on postgres.js and PGlite.
 import { conflict } from '../../errors.ts'
 import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../../storage/db.ts'
-import { dateOf, type StoredMessage } from '../messages.ts'
+import { dateOf, type StoredMessage, userMetadata } from '../messages.ts'
 import type { ReplyMetadata } from './turn-repository.ts'
 
 export interface FirstSend {
@@ -58,7 +58,7 @@ export async function storeFirstSend(
       role: 'user',
       content: message.content,
       status: 'finished_successfully',
-      metadata: {},
+      metadata: userMetadata(message),
       at: dateOf(message.createTime),
       run_token: null,
     })),

@@ -3,7 +3,7 @@
 // runs unchanged on postgres.js and PGlite.
 import { conflict } from '../../errors.ts'
 import { allInOrder, type Queryable, sqlState, UNIQUE_VIOLATION } from '../../storage/db.ts'
-import { dateOf, type StoredMessage } from '../messages.ts'
+import { dateOf, type StoredMessage, userMetadata } from '../messages.ts'
 
 /**
  * Stores messages in order, each under its `parentId`, and bumps the
@@ -19,8 +19,9 @@ export async function insertMessages(
   const inserts = messages.map((message) =>
     tx
       .query(
-        `INSERT INTO messages (id, conversation_id, parent_id, role, content, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $7)`,
+        `INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
+                               created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5::text::jsonb, $6, $8::text::jsonb, $7, $7)`,
         [
           message.id,
           conversationId,
@@ -29,6 +30,8 @@ export async function insertMessages(
           JSON.stringify(message.content),
           status,
           dateOf(message.createTime),
+          // A user message keeps its attachments as chatgpt.com lists them (CONTRACT §20).
+          JSON.stringify(userMetadata(message)),
         ],
       )
       .catch((error: unknown) => {

@@ -35,7 +35,7 @@ export async function insertSendKey(tx: Queryable, key: SendKey): Promise<void> 
 export interface SentTurn {
   conversationId: string
   replyId: string
-  inputs: { id: string; parts: string[] }[]
+  inputs: { id: string; parts: unknown[] }[]
 }
 
 /**
@@ -52,7 +52,7 @@ export async function findSentTurn(
   const rows = await db.query<{
     conversation_id: string
     reply_id: string
-    inputs: { id: string; parts: string[] }[]
+    inputs: { id: string; parts: unknown[] }[]
   }>(
     `SELECT k.conversation_id, k.reply_id,
             (SELECT COALESCE(jsonb_agg(jsonb_build_object('id', m.id, 'parts', m.content -> 'parts')

@@ -3,11 +3,12 @@
 // tree for the detail read. Plain SQL that runs on postgres.js and PGlite.
 import type { Queryable } from '../../storage/db.ts'
 import {
+  attachmentsOf,
   type MessageContent,
   type MessageRole,
   orderedContent,
   type StoredMessage,
-  type TextContent,
+  type UserContent,
   wireContent,
 } from '../messages.ts'
 
@@ -110,31 +111,37 @@ export async function branchTo(
     id: string
     parent_id: string | null
     role: 'user' | 'assistant'
-    content: TextContent
+    content: UserContent
+    metadata: Record<string, unknown>
     created_at: Date
   }>(
     `WITH RECURSIVE branch AS (
-       SELECT id, parent_id, role, content, created_at, 1 AS depth,
+       SELECT id, parent_id, role, content, metadata, created_at, 1 AS depth,
               (status <> 'in_progress' AND NOT hidden) AS context,
               (status <> 'in_progress' AND NOT hidden)::int AS found
          FROM messages WHERE conversation_id = $1 AND id = $2
        UNION ALL
-       SELECT m.id, m.parent_id, m.role, m.content, m.created_at, branch.depth + 1,
+       SELECT m.id, m.parent_id, m.role, m.content, m.metadata, m.created_at, branch.depth + 1,
               (m.status <> 'in_progress' AND NOT m.hidden),
               branch.found + (m.status <> 'in_progress' AND NOT m.hidden)::int
          FROM messages m JOIN branch ON m.conversation_id = $1 AND m.id = branch.parent_id
         WHERE branch.found < $3)
-     SELECT id, parent_id, role, content, created_at FROM branch
+     SELECT id, parent_id, role, content, metadata, created_at FROM branch
       WHERE context ORDER BY depth DESC`,
     [conversationId, id, limit],
   )
-  return rows.map((row) => ({
-    id: row.id,
-    role: row.role,
-    content: orderedContent(row.content),
-    createTime: row.created_at.getTime() / 1000,
-    parentId: row.parent_id,
-  }))
+  return rows.map((row) => {
+    // A user message's files (CONTRACT §20): its model request reads them.
+    const attachments = row.role === 'user' ? attachmentsOf(row.metadata) : undefined
+    return {
+      id: row.id,
+      role: row.role,
+      content: orderedContent(row.content),
+      ...(attachments ? { attachments } : {}),
+      createTime: row.created_at.getTime() / 1000,
+      parentId: row.parent_id,
+    }
+  })
 }
 
 /**

@@ -3,7 +3,14 @@
 // conversation, in seq order, are its queue; a runner claims a row with its
 // lease's fencing token and writes the reply only while the row holds it.
 import type { Queryable } from '../../storage/db.ts'
-import type { MessageType, StoredMessage, TextContent } from '../messages.ts'
+import {
+  attachmentsOf,
+  type MessageType,
+  orderedContent,
+  type StoredMessage,
+  type TextContent,
+  type UserContent,
+} from '../messages.ts'
 import { type FinishType, statusOf } from '../stream/encoding.ts'
 
 /** What a runner needs to run (or finish) a queued turn. */
@@ -380,23 +387,28 @@ export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<Store
   const rows = await db.query<{
     id: string
     parent_id: string | null
-    content: TextContent
+    content: UserContent
+    metadata: Record<string, unknown>
     created_at: Date
   }>(
-    `SELECT id, parent_id, content, created_at FROM messages
+    `SELECT id, parent_id, content, metadata, created_at FROM messages
       WHERE conversation_id = $1 AND role = 'user' AND seq < $2
         AND seq > COALESCE((SELECT max(seq) FROM messages
                              WHERE conversation_id = $1 AND role = 'assistant' AND seq < $2), 0)
       ORDER BY seq`,
     [turn.conversationId, turn.seq],
   )
-  return rows.map((row) => ({
-    id: row.id,
-    role: 'user',
-    content: textContent(row.content.parts),
-    createTime: row.created_at.getTime() / 1000,
-    parentId: row.parent_id,
-  }))
+  return rows.map((row) => {
+    const attachments = attachmentsOf(row.metadata)
+    return {
+      id: row.id,
+      role: 'user',
+      content: orderedContent(row.content),
+      ...(attachments ? { attachments } : {}),
+      createTime: row.created_at.getTime() / 1000,
+      parentId: row.parent_id,
+    }
+  })
 }
 
 function textContent(text: string | string[]): TextContent {

@@ -89,8 +89,8 @@ export const completionItem = (finish: FinishType): StreamItem => {
 /**
  * Why a stream carries an error item: the model failed; the reply could not be
  * stored; its runner died; the turn state (Redis) or the database did not
- * answer in time mid-turn (CONTRACT §19); or the server failed in a way that
- * is none of these.
+ * answer in time mid-turn (CONTRACT §19); the turn's attached files could
+ * not be read (§20); or the server failed in a way that is none of these.
  */
 export type StreamErrorCode =
   | 'model_error'
@@ -99,6 +99,7 @@ export type StreamErrorCode =
   | 'state_unavailable'
   | 'storage_unavailable'
   | 'server_error'
+  | 'attachment_unavailable'
 
 export const errorItem = (
   conversationId: string,

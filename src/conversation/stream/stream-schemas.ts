@@ -10,15 +10,52 @@ const id = t.String({ minLength: 1 })
 const conversationId = t.String({ format: 'uuid' })
 const content = t.Object({ content_type: t.Literal('text'), parts: t.Array(t.String()) }, strict)
 
+/** An image a user message shows (CONTRACT §20), its content_type always given. */
+const ImagePointer = t.Object(
+  {
+    content_type: t.Literal('image_asset_pointer'),
+    asset_pointer: t.String({ pattern: '^file-service://file-' }),
+    size_bytes: t.Optional(t.Union([t.Number(), t.Null()])),
+    width: t.Optional(t.Union([t.Number(), t.Null()])),
+    height: t.Optional(t.Union([t.Number(), t.Null()])),
+  },
+  strict,
+)
+const multimodalContent = t.Object(
+  {
+    content_type: t.Literal('multimodal_text'),
+    parts: t.Array(t.Union([t.String(), ImagePointer])),
+  },
+  strict,
+)
+const Attachment = t.Object(
+  {
+    id: t.String(),
+    name: t.Optional(t.String()),
+    mimeType: t.Optional(t.String()),
+    size: t.Optional(t.Number()),
+    width: t.Optional(t.Number()),
+    height: t.Optional(t.Number()),
+  },
+  strict,
+)
+
 const UserMessage = t.Object(
   {
     id,
     author: t.Object({ role: t.Literal('user') }, strict),
     create_time: t.Number({ description: 'Unix seconds with a fraction.' }),
-    content,
+    content: t.Union([content, multimodalContent]),
     status: t.Literal('finished_successfully'),
     end_turn: t.Null(),
-    metadata: t.Object({}, strict),
+    metadata: t.Object(
+      {
+        attachments: t.Optional(
+          t.Array(Attachment, { description: 'The files the message carries (CONTRACT §20).' }),
+        ),
+      },
+      strict,
+    ),
   },
   strict,
 )

@@ -11,11 +11,14 @@ const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) =>
   t.Union([schema, t.Null()])
 
 const Content = t.Object(
-  { content_type: t.String(), parts: t.Optional(t.Array(t.String())) },
+  {
+    content_type: t.String(),
+    parts: t.Optional(t.Array(t.Union([t.String(), t.Record(t.String(), t.Unknown())]))),
+  },
   {
     additionalProperties: true,
     description:
-      'Text parts for the messages of this service; an imported message keeps the content its export held (e.g. `code` with `text`).',
+      'Text parts for the messages of this service, and image asset pointers in a user message’s `multimodal_text` (CONTRACT §20); an imported message keeps the content its export held (e.g. `code` with `text`).',
   },
 )
 

@@ -34,6 +34,8 @@ export const PUBLIC_METADATA = [
   'is_visually_hidden_from_conversation',
   'is_user_system_message',
   'user_context_message_data',
+  // A user message's files, as chatgpt.com lists them (CONTRACT §20).
+  'attachments',
 ] as const
 
 export function publicMetadata(metadata: Record<string, unknown>): Record<string, unknown> {

@@ -14,8 +14,9 @@
 // can hold it, and a runner that takes a dead owner's turn raises its fence
 // with its claim.
 
+import type { Attachment } from '../../files/multimodal-message.ts'
 import { allInOrder } from '../../storage/db.ts'
-import type { StoredMessage } from '../messages.ts'
+import type { StoredMessage, UserContent } from '../messages.ts'
 import { textOf, titleFrom, turnStepTime, unixSeconds } from '../messages.ts'
 import { lockOwnConversation } from '../sql/conversations-repository.ts'
 import { type FirstSend, storeFirstSend } from '../sql/first-send-repository.ts'
@@ -37,9 +38,9 @@ export interface SendInput {
   isNew: boolean
   /**
    * Input messages, each with its id already chosen. For a variant: exactly
-   * one, naming the stored user message to answer again (its parts unused).
+   * one, naming the stored user message to answer again (its content unused).
    */
-  messages: { id: string; parts: string[] }[]
+  messages: { id: string; content: UserContent; attachments: Attachment[] }[]
   temperature?: number
   /** The slug of the model that answers (turn/model-choice.ts). */
   model: string
@@ -85,7 +86,8 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     : input.messages.map((message, index) => ({
         id: message.id,
         role: 'user',
-        content: { content_type: 'text', parts: message.parts },
+        content: message.content,
+        ...(message.attachments.length > 0 ? { attachments: message.attachments } : {}),
         createTime: turnStepTime(now, index),
       }))
   const answered = input.messages.at(-1)

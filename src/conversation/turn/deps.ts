@@ -7,6 +7,7 @@ import type { InstructionsStore } from '../instructions/store.ts'
 import type { ModelCatalogue } from '../model/catalogue.ts'
 import { historyKey, listKey } from '../reads/cache-keys.ts'
 import type { ResumeTokens } from '../stream/resume-token.ts'
+import type { AttachmentFiles } from './attachments.ts'
 import type { ConversationObserver } from './observer.ts'
 import type { ReplyCheckpoints } from './reply-checkpoints.ts'
 
@@ -31,6 +32,10 @@ export interface TurnDeps {
   checkpoints?: ReplyCheckpoints
   /** How long a running turn waits for a store that failed mid-turn before it ends (CONTRACT §19). */
   storeRecoveryMs: number
+  /** The users' uploaded files, read into a model's context (CONTRACT §20). */
+  files?: AttachmentFiles
+  /** How long a turn waits to read its files. */
+  fileReadMs?: number
 }
 
 /**

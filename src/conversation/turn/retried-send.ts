@@ -10,6 +10,7 @@
 // lookup is by the user's own key, so another user's message id never finds
 // (or reveals) their turn: for them it is a send like any other.
 import { conflict, DomainError } from '../../errors.ts'
+import { type MultimodalPart, readMultimodalMessage } from '../../files/multimodal-message.ts'
 import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Queryable } from '../../storage/db.ts'
 import { findSentTurn, type SentTurn } from '../sql/send-keys-repository.ts'
@@ -20,8 +21,25 @@ export interface RefusedSend {
   userId: string
   conversationId?: string
   action: SendAction
-  messages: readonly { id?: string; parts: readonly string[] }[]
+  messages: readonly { id?: string; parts: readonly MultimodalPart[] }[]
 }
+
+/** Keys sorted at every depth: jsonb does not keep the order a client sent. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+  )
+}
+
+/** Whether a stored part is the part sent: the same text, or the same image pointer (CONTRACT §20). */
+const samePart = (stored: unknown, sent: MultimodalPart) =>
+  typeof sent === 'string'
+    ? stored === sent
+    : JSON.stringify(canonical(stored)) === JSON.stringify(canonical(sent))
 
 /** Whether the send names the messages the stored send stored (ids it left out match any). */
 function repeats(sent: SentTurn, send: RefusedSend): boolean {
@@ -33,7 +51,10 @@ function repeats(sent: SentTurn, send: RefusedSend): boolean {
         stored !== undefined &&
         (message.id === undefined || message.id === stored.id) &&
         stored.parts.length === message.parts.length &&
-        stored.parts.every((part, at) => part === message.parts[at])
+        stored.parts.every((part, at) => {
+          const sent = message.parts[at]
+          return sent !== undefined && samePart(part, sent)
+        })
       )
     })
   )
@@ -111,6 +132,15 @@ export async function isRetriedSend(
   return original !== undefined && !(original instanceof DomainError)
 }
 
+/** A raw multimodal message's parts as a send stores them; undefined when malformed. */
+function multimodalParts(content: unknown): MultimodalPart[] | undefined {
+  try {
+    return readMultimodalMessage(content, undefined, 'message').parts
+  } catch {
+    return undefined
+  }
+}
+
 /** The send a raw body describes, when it is well-formed enough to be a retry. */
 function refusedSendOf(userId: string, body: unknown): RefusedSend | undefined {
   if (typeof body !== 'object' || body === null) return undefined
@@ -123,10 +153,15 @@ function refusedSendOf(userId: string, body: unknown): RefusedSend | undefined {
   const messages: RefusedSend['messages'][number][] = []
   for (const message of fields.messages as unknown[]) {
     const id = (message as { id?: unknown } | null)?.id
-    const parts = (message as { content?: { parts?: unknown } } | null)?.content?.parts
+    const content = (message as { content?: { content_type?: unknown; parts?: unknown } } | null)
+      ?.content
+    // Image pointers as the send would store them (gpt4free's lack their content_type).
+    const parts =
+      content?.content_type === 'multimodal_text' ? multimodalParts(content) : content?.parts
     if (typeof id !== 'string' || !Array.isArray(parts)) return undefined
-    if (!parts.every((part) => typeof part === 'string')) return undefined
-    messages.push({ id, parts })
+    if (content?.content_type !== 'multimodal_text' && !parts.every((p) => typeof p === 'string'))
+      return undefined
+    messages.push({ id, parts: parts as MultimodalPart[] })
   }
   return {
     userId,

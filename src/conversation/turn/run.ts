@@ -14,6 +14,7 @@ import { storableChunks } from '../model/storable-output.ts'
 import { contextForTurn } from '../reads/context.ts'
 import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
 import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
+import { AttachmentReadError, readAttachments } from './attachments.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
 import { isTurnLogFault } from './log-restore.ts'
@@ -27,6 +28,8 @@ const STATE_FAULT_DETAIL =
 const STORAGE_FAULT_DETAIL =
   'The database did not answer in time; the reply stops here. The text so far is kept.'
 const SERVER_FAULT_DETAIL = 'The reply failed on the server. The text so far is kept.'
+/** How long a turn waits for its files when the deps do not say. */
+const FILE_READ_MS = 10_000
 
 /** Why a running turn was aborted: a user's stop, a shutdown, or the lease was lost. */
 export type AbortReason = 'stop' | 'shutdown' | 'lost'
@@ -119,7 +122,9 @@ async function streamReply(
     ])
     // The list now holds this turn's context: the stored reply may be pushed to it.
     contextInStep = true
-    const request = await modelRequest(model, turn, context, instructions)
+    const request = await modelRequest(model, turn, context, instructions, (ids) =>
+      readAttachments(deps.files, turn.userId, ids, deps.fileReadMs ?? FILE_READ_MS),
+    )
     const askedAt = performance.now()
     const chunks = storableChunks(model.provider.stream({ ...request, signal: run.signal }))
     for await (const chunk of chunks) {
@@ -179,6 +184,10 @@ function failedEnding(
   if (signal.aborted) return { finish: 'interrupted' }
   if (error instanceof ModelError)
     return { finish: 'error', error: { code: 'model_error', detail: error.detail } }
+  if (error instanceof AttachmentReadError) {
+    deps.warn('could not read the attached files of a turn', error.cause ?? error)
+    return { finish: 'error', error: { code: 'attachment_unavailable', detail: error.detail } }
+  }
   if (error instanceof StateFaultError || isTurnLogFault(error)) {
     deps.warn('the turn state failed mid-turn; the reply is kept as streamed', error)
     return { finish: 'error', error: { code: 'state_unavailable', detail: STATE_FAULT_DETAIL } }

@@ -112,7 +112,7 @@ function titleOf(given: string | null, messages: readonly StoredImport[], path: 
   }
   const first = messages.find((message) => message.role === 'user' && !message.hidden)
   const parts = first?.content.parts ?? []
-  return titleFrom(textOf({ content_type: 'text', parts })) || 'Imported conversation'
+  return titleFrom(textOf({ parts })) || 'Imported conversation'
 }
 
 /** The conversation's id in the file (`id`, else `conversation_id`), or null when it has none that can be read. */

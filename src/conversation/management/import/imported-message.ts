@@ -1,8 +1,9 @@
 // One message of an imported chatgpt.com conversation (CONTRACT §17), read
 // and checked: kept as its export had it (role, content, status, times, what
-// chatgpt.com says of it), except what this service cannot hold - attachments
-// in `multimodal_text` parts (their files are not in conversations.json; the
-// text parts stay), metadata beyond the public keys, and an `in_progress`
+// chatgpt.com says of it, image asset pointers and `metadata.attachments`,
+// CONTRACT §20), except what this service cannot hold - other kinds of parts
+// (audio, tool assets: their files are not in conversations.json; the text
+// parts stay), metadata beyond the public keys, and an `in_progress`
 // status (a reply still streaming here is a queued turn; an imported one
 // never finished: `finished_partial_completion`). System and tool messages,
 // messages to a tool, those chatgpt.com hid and those that are not text are
@@ -60,10 +61,19 @@ function kindOf(part: unknown): string {
   return Array.isArray(part) ? 'array' : typeof part
 }
 
+/** A part kept as it was: text, or an image asset pointer (its file may be gone; the pointer stays). */
+const isKeptPart = (part: unknown) =>
+  typeof part === 'string' ||
+  (typeof part === 'object' &&
+    part !== null &&
+    !Array.isArray(part) &&
+    (part as Fields).content_type === 'image_asset_pointer' &&
+    typeof (part as Fields).asset_pointer === 'string')
+
 /**
- * Text content keeps its string parts (text content must have parts); other
- * content is kept as it was, but for parts that are not text: those are
- * attachments whose files conversations.json does not hold.
+ * Text content keeps its string parts and image pointers (text content must
+ * have parts); other content is kept as it was, but for other parts: those
+ * are attachments whose files conversations.json does not hold.
  */
 function readContent(
   fields: Fields,
@@ -73,8 +83,8 @@ function readContent(
   const isText = TEXT_TYPES.has(type)
   if (!isText && fields.parts === undefined) return { content: fields as MessageContent, notes: [] }
   const parts = arrayAt(fields.parts, childPath(path, 'parts'))
-  const kept = parts.filter((part): part is string => typeof part === 'string')
-  const left = parts.filter((part) => typeof part !== 'string').map(kindOf)
+  const kept = parts.filter(isKeptPart) as (string | Fields)[]
+  const left = parts.filter((part) => !isKeptPart(part)).map(kindOf)
   const notes =
     left.length === 0
       ? []
