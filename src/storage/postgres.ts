@@ -127,7 +127,8 @@ function timedTransaction<T>(
       clearTimeout(timer)
       if (answered) return
       answered = true
-      reject(error)
+      // A statement the server ended at the deadline fails the transaction as the timer would.
+      reject(isStatementTimeout(error) ? new DatabaseTimeoutError(timeoutMs) : error)
     }
     const deadline = () => {
       clearTimeout(timer)

@@ -66,8 +66,9 @@ describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () =>
       expect(items.at(-1)?.type).toBe('message_stream_complete')
       const error = items.find((item) => item.type === 'error')
       expect(['state_unavailable', 'interrupted']).toContain(error?.code as string)
-      const completion = items.findLast((item) => item.o === 'patch')
-      expect(JSON.stringify(completion)).toContain('"finish_details":{"type":"error"}')
+      // The completion patch: a partial reply, or the stop a shutdown makes (as stored).
+      const completion = JSON.stringify(items.findLast((item) => item.o === 'patch'))
+      expect(completion).toMatch(/"finish_details":\{"type":"(error|interrupted)"\}/)
 
       // The last log lines say what happened to the turn.
       const conversationId = items[1]?.conversation_id as string

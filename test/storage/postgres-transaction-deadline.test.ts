@@ -42,11 +42,12 @@ if (TEST_DATABASE_URL) {
       url.searchParams.set('application_name', appName)
       db = createPostgresDb(url.toString(), { max: 10, timeoutMs: TIMEOUT_MS })
     })
+    // The backlog of statements past their deadline drains first: on a busy machine that takes a while.
     afterAll(async () => {
       await db.close()
       await admin.unsafe(`DROP TABLE IF EXISTS ${table}`)
       await admin.end()
-    })
+    }, 30_000)
 
     const slowWrites = {
       oneByOne: async (tx: Queryable, id: string) => {
@@ -74,7 +75,10 @@ if (TEST_DATABASE_URL) {
               ),
           ),
         )
-        expect(outcomes.every((outcome) => outcome instanceof DatabaseTimeoutError)).toBe(true)
+        // Each caller is told of the deadline, whether the client's timer or the server's statement_timeout ended it first.
+        expect(
+          outcomes.filter((outcome) => !(outcome instanceof DatabaseTimeoutError)).map(String),
+        ).toEqual([])
         expect(await servedAgain(db)).toEqual([{ n: 1 }])
         for (let tries = 0; tries < 50; tries++) {
           const open = await admin`

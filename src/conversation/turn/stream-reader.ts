@@ -118,18 +118,15 @@ export async function* readTurnStream(
     const rest = stored.text.slice(seen.length)
     return [
       ...(rest ? [appendFrame(rest)] : []),
-      ...(stored.finish === 'error'
-        ? [
-            frameOf(
-              errorItem(
-                turn.conversationId,
-                turn.messageId,
-                STATE_UNAVAILABLE_DETAIL,
-                'state_unavailable',
-              ),
-            ),
-          ]
-        : []),
+      // The log could not carry the real ending: say which store failed, then end as stored.
+      frameOf(
+        errorItem(
+          turn.conversationId,
+          turn.messageId,
+          STATE_UNAVAILABLE_DETAIL,
+          'state_unavailable',
+        ),
+      ),
       ...[completionItem(stored.finish), streamCompleteItem(turn.conversationId), doneItem()].map(
         frameOf,
       ),
