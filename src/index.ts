@@ -94,7 +94,10 @@ async function main() {
     const plan = shutdownPlan(config)
     // Whatever a store does (frozen, dead, gone), the process is gone by then.
     const hardStop = setTimeout(() => {
-      log.warn({ signal, afterMs: plan.hardStopMs }, 'shutdown: stores did not close in time; exiting')
+      log.warn(
+        { signal, afterMs: plan.hardStopMs },
+        'shutdown: stores did not close in time; exiting',
+      )
       log.flush()
       process.exit(0)
     }, plan.hardStopMs)

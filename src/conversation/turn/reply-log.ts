@@ -12,8 +12,8 @@ import { TurnLogFencedError } from '../../state/turn-log-store.ts'
 import type { StoredMessage } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
-import { createLogWriter } from './log-writer.ts'
 import { isTurnLogFault, type LogToRestore, restoreLog } from './log-restore.ts'
+import { createLogWriter } from './log-writer.ts'
 import { signedPrefix, type TurnPrefix } from './prefix.ts'
 
 /** The turn state failed mid-turn and did not answer again in time. */
