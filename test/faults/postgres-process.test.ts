@@ -195,6 +195,13 @@ for (const { instances, runs, faults } of DEPLOYMENTS)
       }, 90_000)
 
       afterAll(async () => {
+        // A server that died during the file: say how, for whoever reads the failure.
+        for (const [index, server] of servers.entries())
+          if (server.proc.exitCode !== null || server.proc.signalCode !== null)
+            console.log(
+              `instance ${index + 1} exited (${server.proc.exitCode ?? server.proc.signalCode}):\n` +
+                `${server.stderr().slice(-4_000)}\n${server.stdout().slice(-4_000)}`,
+            )
         await killAllServers()
         await redis?.stop()
         await pg?.close()
