@@ -268,7 +268,7 @@ export async function claimNextTurn(
        SELECT seq, run_token, updated_at FROM messages
         WHERE conversation_id = $1 AND status = 'in_progress' ORDER BY seq LIMIT 1 FOR UPDATE),
      claimed AS (
-       UPDATE messages m SET run_token = $2, updated_at = now() FROM next
+       UPDATE messages m SET run_token = $2, updated_at = GREATEST(now(), m.created_at) FROM next
         WHERE m.seq = next.seq
           AND (next.run_token IS NULL
                OR (next.run_token < $2 AND next.updated_at < now() - $3 * interval '1 millisecond'))
@@ -329,7 +329,8 @@ export async function checkpointReplies(
   checkpoints: readonly ReplyCheckpoint[],
 ): Promise<void> {
   await db.query(
-    `UPDATE messages m SET content = COALESCE(c.content, m.content), updated_at = now()
+    `UPDATE messages m SET content = COALESCE(c.content, m.content),
+            updated_at = GREATEST(now(), m.created_at)
        FROM jsonb_to_recordset($1::text::jsonb)
             AS c(conversation_id uuid, id text, token bigint, content jsonb)
       WHERE m.conversation_id = c.conversation_id AND m.id = c.id
@@ -361,7 +362,9 @@ export async function finishReply(
   const rows = await db.query<{ title: string }>(
     `WITH done AS (
        UPDATE messages SET content = $4::text::jsonb, status = $5,
-              metadata = metadata || $6::text::jsonb, updated_at = now()
+              metadata = metadata || $6::text::jsonb,
+              -- A reply's times step past its send's (turnStepTime): never updated before it was created.
+              updated_at = GREATEST(now(), created_at)
         WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
         RETURNING conversation_id, updated_at)
      UPDATE conversations c SET updated_at = GREATEST(c.updated_at, done.updated_at)
