@@ -8,6 +8,7 @@
 // (stream-reader.ts) go on from the item they reached. It retries until the
 // store answers or the deadline passes; a log another runner claimed or ended
 // meanwhile is not this runner's any more.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { isStateUnavailable } from '../../state/state-unavailable.ts'
 import {
   TurnLogFencedError,
@@ -59,7 +60,7 @@ export async function restoreLog(
       // Anything else (the store still away, a log opened meanwhile): try again.
     }
     if (until.signal.aborted || Date.now() + delay > until.deadline) return 'unavailable'
-    await new Promise((resolve) => setTimeout(resolve, delay))
+    await sleep(delay, undefined, { signal: until.signal }).catch(() => {})
     delay = Math.min(delay * 2, LONGEST_RETRY_MS)
   }
 }

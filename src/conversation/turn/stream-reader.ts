@@ -12,6 +12,7 @@
 // runner ended it, or the turn state stayed away while the database did not),
 // the reader ends as the stored reply did instead, with the text it had not
 // yet been sent: what it was sent is then what is stored.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { StoredReply } from '../sql/turn-repository.ts'
 import {
@@ -62,16 +63,8 @@ export function readerEnding(
 /** Why the inner read stopped: its log ended or failed, the wait ran out, or the process stops. */
 type Outcome = 'ended' | 'failed' | 'gave_up' | 'stopping' | 'aborted'
 
-const wait = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
+/** Resolves after ms, or at once when signal aborts (never rejects). */
+const wait = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => {})
 
 /** How long a stopping process lets a reader take items already on their way. */
 const LAST_ITEMS_MS = 250
@@ -140,15 +133,25 @@ export async function* readTurnStream(
     let pending: Promise<IteratorResult<readonly string[]>> | undefined
     try {
       let stopAt: number | undefined
+      // One timer per check period, not one per batch: a streaming reader
+      // only looks at its log when a whole period passed without an item.
+      let tick: Promise<undefined> | undefined
+      let tickFrom = 0
+      let lastItemAt = 0
       for (;;) {
         pending ??= reading.next()
-        // Once the process stops, only the last items already on their way are waited for.
-        const tick =
-          stopAt === undefined
-            ? wait(options.checkMs, either)
-            : wait(Math.max(0, stopAt - Date.now()), signal)
-        const step = await Promise.race([pending, tick.then(() => undefined)])
+        if (!tick) {
+          tickFrom = Date.now()
+          // Once the process stops, only the last items already on their way are waited for.
+          tick = (
+            stopAt === undefined
+              ? wait(options.checkMs, either)
+              : wait(Math.max(0, stopAt - tickFrom), signal)
+          ).then(() => undefined)
+        }
+        const step = await Promise.race([pending, tick])
         if (step === undefined) {
+          tick = undefined
           if (signal.aborted) {
             outcome = 'aborted'
             break
@@ -161,6 +164,8 @@ export async function* readTurnStream(
             }
             continue
           }
+          // Items came during the period: no silence to ask about.
+          if (lastItemAt >= tickFrom) continue
           // Silence: is the log still there to wait on?
           if (!(await answers())) {
             const ending = await storedEnding()
@@ -177,6 +182,7 @@ export async function* readTurnStream(
         }
         pending = undefined
         if (step.done) break
+        lastItemAt = Date.now()
         failingSince = undefined
         const batch = step.value
         next += batch.length
