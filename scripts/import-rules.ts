@@ -62,6 +62,7 @@ export const IMPORT_RULES: ImportRule[] = [
       'models-config.ts',
       'reasoning-models.ts',
       'mcp-servers-config.ts',
+      'json-setting.ts',
     ],
     readme: 'src/README.md',
     mayImport: [

@@ -4,9 +4,9 @@
 // (`{"name","url","headers"}`); a bad entry stops the process with one line
 // naming it. `env` and `headers` values usually hold secrets: they are never
 // echoed, nor is a URL (it may carry a token).
-import { readFileSync } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
+import { readJsonSetting } from './json-setting.ts'
 import type { McpServerConfig } from './tools/mcp-servers.ts'
 
 export type { McpServerConfig } from './tools/mcp-servers.ts'
@@ -58,22 +58,6 @@ function firstError(source: string, value: unknown): string | undefined {
   return `${where}.${field} must be ${EXPECTED[field] ?? 'valid'}`
 }
 
-function serversText(env: Env): { source: string; text: string } | undefined {
-  const inline = env.MCP_SERVERS
-  const file = env.MCP_SERVERS_FILE
-  if (inline && file)
-    throw new McpServersConfigError('set MCP_SERVERS or MCP_SERVERS_FILE, not both')
-  if (inline) return { source: 'MCP_SERVERS', text: inline }
-  if (!file) return undefined
-  try {
-    return { source: 'MCP_SERVERS_FILE', text: readFileSync(file, 'utf8') }
-  } catch {
-    throw new McpServersConfigError(
-      `MCP_SERVERS_FILE must name a readable file; cannot read "${file}"`,
-    )
-  }
-}
-
 function checked(source: string, entries: Entry[]): McpServerConfig[] {
   const seen = new Set<string>()
   return entries.map((entry, index) => {
@@ -104,18 +88,14 @@ function checked(source: string, entries: Entry[]): McpServerConfig[] {
 
 /** The configured MCP servers (none when neither variable is set); McpServersConfigError on a bad entry. */
 export function readMcpServers(env: Env): McpServerConfig[] {
-  const raw = serversText(env)
+  const raw = readJsonSetting(
+    env,
+    'MCP_SERVERS',
+    'array of servers',
+    (message) => new McpServersConfigError(message),
+  )
   if (!raw) return []
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(raw.text)
-  } catch {
-    // The parser's message quotes the text, which may hold a secret.
-    throw new McpServersConfigError(
-      `${raw.source} must be a JSON array of servers; it is not valid JSON`,
-    )
-  }
-  const problem = firstError(raw.source, parsed)
+  const problem = firstError(raw.source, raw.value)
   if (problem !== undefined) throw new McpServersConfigError(problem)
-  return checked(raw.source, parsed as Entry[])
+  return checked(raw.source, raw.value as Entry[])
 }

@@ -13,10 +13,10 @@
 // served from api.openai.com without one stops the process at startup; any
 // other server (vLLM, Ollama, llama.cpp) may need none, so there a missing key
 // is only worth one warning line at startup (keylessModels).
-import { readFileSync } from 'node:fs'
 import { type TSchema, Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { MODEL_PROVIDERS, type ModelProviderName } from './config-schema.ts'
+import { readJsonSetting } from './json-setting.ts'
 import { isReasoningModel } from './reasoning-models.ts'
 
 /** A configured model, as the catalogue (src/conversation/model/catalogue.ts) is built from it. */
@@ -161,19 +161,6 @@ function firstError(source: string, value: unknown): string | undefined {
 }
 
 /** The raw catalogue text and where it came from, or undefined when neither variable is set. */
-function catalogueText(env: Env): { source: string; text: string } | undefined {
-  const inline = env.MODELS
-  const file = env.MODELS_FILE
-  if (inline && file) throw new ModelsConfigError('set MODELS or MODELS_FILE, not both')
-  if (inline) return { source: 'MODELS', text: inline }
-  if (!file) return undefined
-  try {
-    return { source: 'MODELS_FILE', text: readFileSync(file, 'utf8') }
-  } catch {
-    throw new ModelsConfigError(`MODELS_FILE must name a readable file; cannot read "${file}"`)
-  }
-}
-
 /** Whether a base URL is OpenAI's own API (which needs a key; a self-hosted server may not). */
 export function isOpenAiApi(baseUrl: string): boolean {
   try {
@@ -247,7 +234,12 @@ function replyTokens(entry: Entry): number {
  * Throws ModelsConfigError with one line naming the bad entry.
  */
 export function readModels(env: Env, single: SingleModelVariables): ModelConfig[] {
-  const raw = catalogueText(env)
+  const raw = readJsonSetting(
+    env,
+    'MODELS',
+    'array of models',
+    (message) => new ModelsConfigError(message),
+  )
   if (
     !raw &&
     single.provider === 'openai' &&
@@ -276,18 +268,9 @@ export function readModels(env: Env, single: SingleModelVariables): ModelConfig[
         isDefault: true,
       },
     ]
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(raw.text)
-  } catch {
-    // The parser's message quotes the text, which might hold a pasted key.
-    throw new ModelsConfigError(
-      `${raw.source} must be a JSON array of models; it is not valid JSON`,
-    )
-  }
-  const problem = firstError(raw.source, parsed)
+  const problem = firstError(raw.source, raw.value)
   if (problem !== undefined) throw new ModelsConfigError(problem)
-  const entries = parsed as Entry[]
+  const entries = raw.value as Entry[]
   checkEntries(raw.source, entries, env, single.openaiBaseUrl)
   const defaultIndex = Math.max(
     0,
