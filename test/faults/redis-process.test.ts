@@ -1,63 +1,136 @@
 // CONTRACT §19 with the default deployment's Redis (cache, turn state and
 // rate limits on one private redis-server) killed, frozen or flushed under
-// running turns, the server a real process on the embedded database: every
-// stream that answered 200 ends with its last items, an error item (if any)
-// names the turn state, and the stored reply is exactly what was streamed.
-// The instance running a turn keeps its reply and writes the log back once
-// Redis answers again (reply-log.ts, log-restore.ts); its readers wait for it
-// (stream-reader.ts). Each fault runs more than once: the failures this
-// guards against hit about half the runs.
+// running turns, the servers real processes: one on the embedded database,
+// and two sharing a real Postgres (each running the turns of the sends it
+// accepted, each sweeping for the other's). Every stream that answered 200
+// ends with its last items, an error item (if any) names the turn state, and
+// the stored reply is exactly what was streamed. The instance running a turn
+// keeps its reply and writes the log back once Redis answers again
+// (reply-log.ts, log-restore.ts); its readers wait for it (stream-reader.ts);
+// the other instance does not take the turn over while its runner lives (the
+// row's heartbeat). Each fault runs more than once: the failures this guards
+// against hit about half the runs.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Db } from '../../src/storage/db.ts'
+import { migrate } from '../../src/storage/migrate.ts'
+import { createPostgresDb } from '../../src/storage/postgres.ts'
+import { TEST_DATABASE_URL, uniqueName } from '../support/backends.ts'
 import { type PrivateRedis, privateRedis, REDIS_SERVER } from '../support/redis-server.ts'
 import { killAllServers, type Server, sleep, startReadyServer } from '../support/server-process.ts'
-import { auditSends, startSends } from '../support/turn-audit.ts'
+import { auditSends, type RunningSend, startSends } from '../support/turn-audit.ts'
 
 const RUNS = 2
 
-describe.skipIf(!REDIS_SERVER)('Redis faults under running turns (a server process)', () => {
-  let redis: PrivateRedis
-  let server: Server
+interface Deployment {
+  name: string
+  /** The database settings of every instance; and what to drop afterwards. */
+  database(): Promise<{ env: Record<string, string>; drop(): Promise<void> }>
+  instances: number
+}
 
-  beforeAll(async () => {
-    redis = privateRedis()
-    await redis.start()
-    server = await startReadyServer({
-      REDIS_URL: redis.url,
-      LOCAL_MODEL_CHUNK_DELAY_MS: '40',
-    })
-  }, 60_000)
-  afterAll(async () => {
-    await killAllServers()
-    await redis?.stop()
-  }, 30_000)
+const DEPLOYMENTS: Deployment[] = [
+  {
+    name: 'one instance, embedded database',
+    instances: 1,
+    database: async () => ({ env: {}, drop: async () => {} }),
+  },
+  ...(TEST_DATABASE_URL
+    ? [
+        {
+          name: 'two instances on one Postgres',
+          instances: 2,
+          async database() {
+            const url = TEST_DATABASE_URL as string
+            const schema = uniqueName('redisfaults')
+            const admin: Db = createPostgresDb(url, { max: 1 })
+            await admin.exec(`CREATE SCHEMA ${schema}`)
+            const db = createPostgresDb(url, { schema, max: 1 })
+            await migrate(db)
+            await db.close()
+            const databaseUrl = new URL(url)
+            databaseUrl.searchParams.set('search_path', `${schema},public`)
+            return {
+              env: { DATABASE_URL: databaseUrl.toString() },
+              async drop() {
+                await admin.exec(`DROP SCHEMA ${schema} CASCADE`)
+                await admin.close()
+              },
+            }
+          },
+        },
+      ]
+    : []),
+]
 
-  for (let run = 1; run <= RUNS; run++)
-    test(`killed (-9) and restarted empty mid-turn, run ${run}: stored = streamed, every stream ends`, async () => {
-      const sends = await startSends(server.base, 3, `killed-${run}`)
-      expect(sends.map((sent) => sent.status)).toEqual([200, 200, 200])
-      await redis.kill()
-      await sleep(500)
+for (const deployment of DEPLOYMENTS)
+  describe.skipIf(!REDIS_SERVER)(`Redis faults under running turns, ${deployment.name}`, () => {
+    let redis: PrivateRedis
+    let servers: Server[] = []
+    let drop = async () => {}
+
+    beforeAll(async () => {
+      redis = privateRedis()
       await redis.start()
-      await auditSends(server.base, sends, 'state_unavailable')
-    }, 120_000)
+      const database = await deployment.database()
+      drop = database.drop
+      servers = await Promise.all(
+        Array.from({ length: deployment.instances }, () =>
+          startReadyServer({
+            ...database.env,
+            REDIS_URL: redis.url,
+            LOCAL_MODEL_CHUNK_DELAY_MS: '40',
+          }),
+        ),
+      )
+    }, 60_000)
+    afterAll(async () => {
+      await killAllServers()
+      await redis?.stop()
+      await drop()
+    }, 30_000)
 
-  for (let run = 1; run <= RUNS; run++)
-    test(`FLUSHALL every 300 ms mid-turn, run ${run}: stored = streamed, every stream ends`, async () => {
-      const sends = await startSends(server.base, 3, `flushed-${run}`)
-      expect(sends.map((sent) => sent.status)).toEqual([200, 200, 200])
-      for (let flush = 0; flush < 10; flush++) {
-        await redis.admin.flushall()
-        await sleep(300)
-      }
-      await auditSends(server.base, sends, 'state_unavailable')
-    }, 120_000)
+    /** Three sends spread over the instances; each is read and audited where it was sent. */
+    async function sendsOverInstances(tag: string): Promise<[Server, RunningSend][]> {
+      const started = await Promise.all(
+        [0, 1, 2].map(async (index) => {
+          const server = servers[index % servers.length] as Server
+          const [sent] = await startSends(server.base, 1, `${tag}-${index}`)
+          return [server, sent as RunningSend] as [Server, RunningSend]
+        }),
+      )
+      expect(started.map(([, sent]) => sent.status)).toEqual([200, 200, 200])
+      return started
+    }
 
-  test('frozen (SIGSTOP) 5 s mid-turn, then thawed: stored = streamed, every stream ends', async () => {
-    const sends = await startSends(server.base, 3, 'frozen')
-    expect(sends.map((sent) => sent.status)).toEqual([200, 200, 200])
-    redis.freeze()
-    await sleep(5_000)
-    redis.thaw()
-    await auditSends(server.base, sends, 'state_unavailable')
-  }, 120_000)
-})
+    async function audit(started: [Server, RunningSend][]) {
+      for (const [server, sent] of started)
+        await auditSends(server.base, [sent], 'state_unavailable')
+    }
+
+    for (let run = 1; run <= RUNS; run++)
+      test(`killed (-9) and restarted empty mid-turn, run ${run}: stored = streamed, every stream ends`, async () => {
+        const started = await sendsOverInstances(`killed-${run}`)
+        await redis.kill()
+        await sleep(500)
+        await redis.start()
+        await audit(started)
+      }, 120_000)
+
+    for (let run = 1; run <= RUNS; run++)
+      test(`FLUSHALL every 300 ms mid-turn, run ${run}: stored = streamed, every stream ends`, async () => {
+        const started = await sendsOverInstances(`flushed-${run}`)
+        for (let flush = 0; flush < 10; flush++) {
+          await redis.admin.flushall()
+          await sleep(300)
+        }
+        await audit(started)
+      }, 120_000)
+
+    test('frozen (SIGSTOP) 5 s mid-turn, then thawed: stored = streamed, every stream ends', async () => {
+      const started = await sendsOverInstances('frozen')
+      redis.freeze()
+      await sleep(5_000)
+      redis.thaw()
+      await audit(started)
+    }, 120_000)
+  })
