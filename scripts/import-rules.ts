@@ -273,6 +273,7 @@ export const IMPORT_RULES: ImportRule[] = [
       'src/files/multimodal-message.ts',
       'src/files/model-content.ts',
       'src/files/file-repository.ts',
+      'src/tools/catalogue.ts',
     ],
     why: 'the turn engine runs on ports; nothing of HTTP',
   },

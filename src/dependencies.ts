@@ -3,6 +3,7 @@
 // rate-limit clients. The database and cache are wrapped to report to the
 // metrics, and everything that reports problems reports them to the logger.
 import { resolve } from 'node:path'
+import { createDocumentSearch } from '../plugins/docstore/document-search.ts'
 import type { AppDeps } from './app.ts'
 import type { Config, ModelConfig } from './config.ts'
 import { createModelCatalogue, type ModelCatalogue } from './conversation/model/catalogue.ts'
@@ -12,6 +13,7 @@ import type { ModelProvider } from './conversation/model/provider.ts'
 import { tokenizerFor } from './conversation/model/token-count.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/reads/cache-keys.ts'
 import { createConversationService } from './conversation/service.ts'
+import type { TurnTools } from './conversation/turn/tool-loop.ts'
 import { createFileService, type FileService } from './files/file-service.ts'
 import { createFileUrlTokens } from './files/file-url-tokens.ts'
 import { createFolderFileStore } from './files/folder-file-store.ts'
@@ -48,6 +50,10 @@ import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
 import { createStoreFailurePolicy, type StoreFailurePolicy } from './storage/store-failure.ts'
+import { documentSearchSource } from './tools/document-search.ts'
+import { mcpTransport } from './tools/mcp-servers.ts'
+import { McpSource } from './tools/mcp-source.ts'
+import { createToolCatalogue } from './tools/tool-catalogue.ts'
 
 export interface Dependencies extends AppDeps {
   /** Turn state, for `full`. */
@@ -207,6 +213,39 @@ export function openFiles(config: Config, db: Db, urlSecret: string): FileServic
   return createFileService({ db, store, maxBytes, maxBytesPerUser })
 }
 
+/**
+ * The tools of CONTRACT §21: the built-in document_search over the document
+ * store, and each MCP server of MCP_SERVERS, connecting in the background
+ * (a server that is down offers nothing; it never holds up the start).
+ */
+export function openTools(config: Config, db: Db, log: Logger): TurnTools {
+  const { mcpServers, timeoutMs, maxOutputChars, maxSteps } = config.tools
+  const warn = warnTo(log)
+  const catalogue = createToolCatalogue({
+    sources: [
+      documentSearchSource(createDocumentSearch(db)),
+      ...mcpServers.map(
+        (server) =>
+          new McpSource({
+            name: server.name,
+            transport: () => mcpTransport(server),
+            connectTimeoutMs: timeoutMs,
+            listWaitMs: MCP_LIST_WAIT_MS,
+            warn,
+          }),
+      ),
+    ],
+    timeoutMs,
+    maxOutputChars,
+    warn,
+  })
+  catalogue.start()
+  return { catalogue, maxSteps }
+}
+
+/** How long a turn waits for an MCP server still connecting before it goes on without its tools. */
+const MCP_LIST_WAIT_MS = 2_000
+
 /** The default model's provider alone (tests and benchmarks that run one model). */
 export function openModel(config: Config): ModelProvider {
   return openModels(config).defaultModel.provider
@@ -353,10 +392,13 @@ export async function openDependencies(
       db,
       config.resumeTokenSecret ?? (await state.sharedSecret('file-url')),
     )
+    const tools = openTools(config, db, log)
+    onClose(() => tools.catalogue.close())
     const conversations = createConversationService({
       db,
       cache,
       files,
+      tools,
       models: openModels(config),
       resumeTokenSecret: config.resumeTokenSecret ?? (await state.sharedSecret('resume-token')),
       logs: state.logs,

@@ -35,6 +35,7 @@ import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner, type LeftTurn } from './turn/runner.ts'
 import { readTurnStream } from './turn/stream-reader.ts'
+import type { TurnTools } from './turn/tool-loop.ts'
 
 export interface ConversationServiceOptions {
   db: Db
@@ -66,6 +67,8 @@ export interface ConversationServiceOptions {
   files?: AttachmentFiles
   /** How long a turn waits to read its files before it ends with an error (default 10 s). */
   fileReadMs?: number
+  /** The tools offered to catalogue models with `tools: true` (CONTRACT §21); none when absent. */
+  tools?: TurnTools
 }
 
 export interface SendRequest {
@@ -152,6 +155,7 @@ export function createConversationService(options: ConversationServiceOptions) {
     storeRecoveryMs,
     files: options.files,
     fileReadMs: options.fileReadMs ?? 10_000,
+    ...(options.tools ? { tools: options.tools } : {}),
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({

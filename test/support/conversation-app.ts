@@ -8,9 +8,9 @@ import { loadConfig } from '../../src/config.ts'
 import type { ModelProvider } from '../../src/conversation/model/provider.ts'
 import { createConversationService } from '../../src/conversation/service.ts'
 import type { ConversationObserver } from '../../src/conversation/turn/observer.ts'
-import { openFiles, openModels, openRateLimits } from '../../src/dependencies.ts'
+import { openFiles, openModels, openRateLimits, openTools } from '../../src/dependencies.ts'
 import type { EventLoopLag } from '../../src/observability/event-loop-lag.ts'
-import type { Logger } from '../../src/observability/logger.ts'
+import { type Logger, silentLogger } from '../../src/observability/logger.ts'
 import type { Metrics } from '../../src/observability/metrics.ts'
 import type { RateLimits } from '../../src/rate-limit/rate-limit-plugin.ts'
 import type { ConversationLeases } from '../../src/state/conversation-leases.ts'
@@ -37,6 +37,8 @@ export interface TestAppOptions {
   rateLimits?: RateLimits
   /** The event-loop lag admission control sheds sends on (a stand-in the test sets). */
   eventLoopLag?: EventLoopLag
+  /** Offer tools as a deployment does (openTools: document_search and env's MCP_SERVERS); closed by close(). */
+  tools?: boolean
 }
 
 export async function conversationApp(options: TestAppOptions) {
@@ -53,8 +55,10 @@ export async function conversationApp(options: TestAppOptions) {
     ? config
     : { ...config, files: { ...config.files, dir: join(tmpdir(), uniqueName('conduit-files')) } }
   const files = openFiles(filesConfig, db, config.resumeTokenSecret ?? 'test-resume-secret')
+  const tools = options.tools ? openTools(config, db, silentLogger()) : undefined
   const conversations = createConversationService({
     files,
+    ...(tools ? { tools } : {}),
     db,
     cache,
     ...(options.model ? { model: options.model } : { models: openModels(config) }),
@@ -78,7 +82,19 @@ export async function conversationApp(options: TestAppOptions) {
     rateLimits: options.rateLimits,
     eventLoopLag: options.eventLoopLag,
   })
-  return { app, db, cache, state, conversations, files, config: filesConfig }
+  return {
+    app,
+    db,
+    cache,
+    state,
+    conversations,
+    files,
+    config: filesConfig,
+    /** Ends what the app started besides its stores: the MCP servers' connections and processes. */
+    close: async () => {
+      await tools?.catalogue.close()
+    },
+  }
 }
 
 export type TestApp = Awaited<ReturnType<typeof conversationApp>>

@@ -9,9 +9,11 @@
 //   `reason` first streams reasoning (`reasoning_content`, or `reasoning` for
 //   `…reason-ollama…`); one whose name holds `tools` calls every offered tool
 //   (at most two, in parallel, each call's id, name and arguments split across
-//   interleaved chunks, arguments `{"query":"<last user text>"}`, or invalid
-//   JSON for `…badjson…`) until the request holds tool results, then answers
-//   `Tool results: <each result, joined by " | ">`;
+//   interleaved chunks, arguments `{"query":"<last user text>","text":…}`,
+//   or invalid JSON for `…badjson…`; the tools named `call:<name>` in the
+//   user's text instead, offered or not) until the request holds tool
+//   results (a `…loop…` model calls again whenever it is offered tools),
+//   then answers `Tool results: <each result, joined by " | ">`;
 // - `failing`: every request is a 500 whose message echoes the bearer key it
 //   was sent (as some servers do), so tests see that the key never reaches a
 //   client.
@@ -78,10 +80,16 @@ function scripted(body: Record<string, unknown>): string[] | undefined {
   const lastUser = messages.map((m) => m.role).lastIndexOf('user')
   const results = messages.slice(lastUser + 1).filter((m) => m.role === 'tool')
   const tools = (Array.isArray(body.tools) ? body.tools : []) as { function: { name: string } }[]
-  if (model.includes('tools') && results.length === 0 && tools.length > 0) {
+  const again = model.includes('loop')
+  if (model.includes('tools') && (results.length === 0 || again) && tools.length > 0) {
     const query = String(messages[lastUser]?.content ?? '')
-    const args = model.includes('badjson') ? '{"query": oops' : JSON.stringify({ query })
-    const calls = tools.slice(0, 2).map((tool, index) => ({ index, name: tool.function.name }))
+    const args = model.includes('badjson')
+      ? '{"query": oops'
+      : JSON.stringify({ query, text: query })
+    // `call:<name>` in the user's text names the tools to call (offered or not); else the first two offered.
+    const named = [...query.matchAll(/call:(\w+)/g)].map((match) => match[1] as string)
+    const names = named.length > 0 ? named : tools.map((tool) => tool.function.name)
+    const calls = names.slice(0, 2).map((name, index) => ({ index, name }))
     for (const { index, name } of calls)
       chunks.push(
         deltaChunk({

@@ -12,6 +12,8 @@ import {
   type UserContent,
 } from '../messages.ts'
 import { type FinishType, statusOf } from '../stream/encoding.ts'
+import type { StepRecord } from '../stream/reply-items.ts'
+import type { MessageWire } from './tree-repository.ts'
 
 /** What a runner needs to run (or finish) a queued turn. */
 export interface QueuedTurn {
@@ -352,21 +354,39 @@ export async function checkpointReplies(
  * Stores the finished reply and bumps the conversation's update time, in one
  * statement that also reads the conversation's title (what a first turn
  * streams); undefined when the claim was lost (another runner finishes it).
+ * With `steps` (CONTRACT §21: thoughts, tool calls, their results) those are
+ * stored in the same statement, as hidden messages (never in a model's
+ * context) shown as streamed, and the reply moves under the last of them, at
+ * the time it was last streamed with.
  */
 export async function finishReply(
   db: Queryable,
   turn: QueuedTurn,
   token: number,
-  reply: { text: string; finish: FinishType },
+  reply: { text: string; finish: FinishType; steps?: ReplySteps },
 ): Promise<{ title: string } | undefined> {
+  const steps = reply.steps
+  const moved = steps && {
+    parentId: steps.reply.parentId,
+    createdAt: toDate(steps.reply.createTime),
+  }
   const rows = await db.query<{ title: string }>(
     `WITH done AS (
        UPDATE messages SET content = $4::text::jsonb, status = $5,
               metadata = metadata || $6::text::jsonb,
+              parent_id = COALESCE($7::text, parent_id),
+              created_at = COALESCE($8::timestamptz, created_at),
               -- A reply's times step past its send's (turnStepTime): never updated before it was created.
-              updated_at = GREATEST(now(), created_at)
+              updated_at = GREATEST(now(), COALESCE($8::timestamptz, created_at))
         WHERE conversation_id = $1 AND id = $2 AND run_token = $3 AND status = 'in_progress'
-        RETURNING conversation_id, updated_at)
+        RETURNING conversation_id, updated_at),
+     steps AS (
+       INSERT INTO messages (id, conversation_id, parent_id, role, content, status, metadata,
+                             created_at, updated_at, wire, hidden)
+         SELECT s.id, done.conversation_id, s.parent_id, s.role, s.content, s.status, s.metadata,
+                s.created_at, s.created_at, s.wire, true
+           FROM done, jsonb_to_recordset($9::text::jsonb) AS s(id text, parent_id text, role text,
+                  content jsonb, status text, metadata jsonb, created_at timestamptz, wire jsonb))
      UPDATE conversations c SET updated_at = GREATEST(c.updated_at, done.updated_at)
        FROM done WHERE c.id = done.conversation_id RETURNING c.title`,
     [
@@ -375,10 +395,46 @@ export async function finishReply(
       token,
       JSON.stringify(textContent(reply.text)),
       statusOf(reply.finish),
-      JSON.stringify({ finish_details: { type: reply.finish } }),
+      JSON.stringify({
+        finish_details: { type: reply.finish },
+        ...(moved ? { parent_id: moved.parentId } : {}),
+      }),
+      moved?.parentId ?? null,
+      moved?.createdAt ?? null,
+      JSON.stringify(steps ? steps.records.map(stepRow) : []),
     ],
   )
   return rows[0]
+}
+
+/** A turn's messages besides its reply, and where the reply moves (CONTRACT §21). */
+export interface ReplySteps {
+  records: readonly StepRecord[]
+  /** The reply's parent and create time as last streamed. */
+  reply: { parentId: string; createTime: number }
+}
+
+/** A step as the messages table keeps it: chatgpt.com's own fields in `wire`. */
+function stepRow(step: StepRecord) {
+  const wire: MessageWire = {
+    author_name: step.authorName,
+    author_metadata: {},
+    end_turn: step.endTurn,
+    weight: 1,
+    recipient: step.recipient,
+    channel: step.channel,
+  }
+  return {
+    id: step.id,
+    parent_id: step.parentId,
+    role: step.role,
+    content: step.content,
+    // A thought still open when the turn ended is stored as it stopped.
+    status: step.status === 'in_progress' ? 'finished_successfully' : step.status,
+    metadata: step.metadata,
+    created_at: toDate(step.createTime).toISOString(),
+    wire,
+  }
 }
 
 /**
@@ -397,7 +453,8 @@ export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<Store
     `SELECT id, parent_id, content, metadata, created_at FROM messages
       WHERE conversation_id = $1 AND role = 'user' AND seq < $2
         AND seq > COALESCE((SELECT max(seq) FROM messages
-                             WHERE conversation_id = $1 AND role = 'assistant' AND seq < $2), 0)
+                             WHERE conversation_id = $1 AND role = 'assistant' AND NOT hidden
+                               AND seq < $2), 0)
       ORDER BY seq`,
     [turn.conversationId, turn.seq],
   )

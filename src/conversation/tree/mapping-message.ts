@@ -36,6 +36,8 @@ export const PUBLIC_METADATA = [
   'user_context_message_data',
   // A user message's files, as chatgpt.com lists them (CONTRACT §20).
   'attachments',
+  // A tool's answer that is an error (CONTRACT §21).
+  'is_error',
 ] as const
 
 export function publicMetadata(metadata: Record<string, unknown>): Record<string, unknown> {

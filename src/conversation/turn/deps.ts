@@ -10,6 +10,7 @@ import type { ResumeTokens } from '../stream/resume-token.ts'
 import type { AttachmentFiles } from './attachments.ts'
 import type { ConversationObserver } from './observer.ts'
 import type { ReplyCheckpoints } from './reply-checkpoints.ts'
+import type { TurnTools } from './tool-loop.ts'
 
 export interface TurnDeps {
   db: Db
@@ -36,6 +37,8 @@ export interface TurnDeps {
   files?: AttachmentFiles
   /** How long a turn waits to read its files. */
   fileReadMs?: number
+  /** The tools offered to models that take them (CONTRACT §21); none when absent. */
+  tools?: TurnTools
 }
 
 /**

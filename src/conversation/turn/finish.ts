@@ -14,7 +14,7 @@
 import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
 import { forgetContext, recordReply } from '../reads/context.ts'
-import { finishReply, type QueuedTurn } from '../sql/turn-repository.ts'
+import { finishReply, type QueuedTurn, type ReplySteps } from '../sql/turn-repository.ts'
 import {
   completionItem,
   doneItem,
@@ -30,6 +30,15 @@ import { invalidateReads, type TurnDeps } from './deps.ts'
 import { isTurnLogFault } from './log-restore.ts'
 import type { TurnReport } from './observer.ts'
 import { firstTurnTitle } from './title.ts'
+
+/**
+ * The turn's messages besides the reply (CONTRACT §21): stored with it, in
+ * the tree between what it answers and the reply; `leadFrames` make the
+ * reply the streamed message again before its completion patch.
+ */
+export interface TurnSteps extends ReplySteps {
+  leadFrames: readonly string[]
+}
 
 export interface TurnEnding {
   text: string
@@ -51,6 +60,8 @@ export interface TurnEnding {
   restoreLog?: () => Promise<boolean>
   /** Told once the reply is stored (a shutdown reports the turns it could not wait for). */
   progress?: { stored: boolean }
+  /** Thoughts, tool calls and results streamed before the reply's text; none when absent. */
+  steps?: TurnSteps
   /** What the runner measured while streaming, for the turn's log line and metrics. */
   stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
 }
@@ -78,7 +89,11 @@ export async function finishTurn(
   let outcome: FinishOutcome = 'stored'
   let storedTitle: string | undefined
   try {
-    const saved = await finishReply(deps.db, turn, token, { text: ending.text, finish })
+    const saved = await finishReply(deps.db, turn, token, {
+      text: ending.text,
+      finish,
+      ...(ending.steps?.records.length ? { steps: ending.steps } : {}),
+    })
     if (!saved) return 'lost'
     storedTitle = saved.title
   } catch (cause) {
@@ -118,7 +133,8 @@ export async function finishTurn(
     askModel: finish === 'stop',
     storedTitle,
   })
-  await endStreamOnce(deps, turn, token, { finish, error, title }, ending.restoreLog)
+  const leadFrames = ending.steps?.leadFrames ?? []
+  await endStreamOnce(deps, turn, token, { finish, error, title, leadFrames }, ending.restoreLog)
   return outcome
 }
 
@@ -156,6 +172,8 @@ export interface StreamEnding {
   finish: FinishType
   error?: { code: StreamErrorCode; detail: string }
   title?: string
+  /** Frames that go first: those making the reply the streamed message again (TurnSteps). */
+  leadFrames?: readonly string[]
 }
 
 /**
@@ -167,7 +185,7 @@ export async function endStream(
   logs: TurnLogStore,
   turn: { conversationId: string; messageId: string },
   token: number,
-  { finish, error, title }: StreamEnding,
+  { finish, error, title, leadFrames = [] }: StreamEnding,
 ): Promise<void> {
   const items: StreamItem[] = [
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
@@ -178,7 +196,7 @@ export async function endStream(
   ]
   // Applied in call order (TurnLogStore), so both leave in one batch.
   await Promise.all([
-    logs.append(turn.messageId, items.map(frameOf), token),
+    logs.append(turn.messageId, [...leadFrames, ...items.map(frameOf)], token),
     logs.finish(turn.messageId, token),
   ])
 }

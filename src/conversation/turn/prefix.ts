@@ -5,11 +5,13 @@
 // after a restart).
 
 import {
+  type AssistantStart,
   assistantStartMessage,
   type MessageType,
   type StoredMessage,
   userStreamMessage,
 } from '../messages.ts'
+import type { QueuedTurn } from '../sql/turn-repository.ts'
 import {
   assistantAddItem,
   deltaEncodingItem,
@@ -76,3 +78,12 @@ export async function openTurnLog(
     await signedPrefix(deps, userId, turn),
   )
 }
+
+/** The reply as a turn's first frames add it: what later frames add again after a step (CONTRACT §21). */
+export const replyStart = (turn: QueuedTurn): AssistantStart => ({
+  id: turn.messageId,
+  createTime: turn.createTime,
+  modelSlug: turn.metadata.model_slug,
+  parentId: turn.metadata.parent_id,
+  messageType: turn.metadata.message_type ?? 'next',
+})

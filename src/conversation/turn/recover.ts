@@ -10,8 +10,10 @@ import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import type { TextContent } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
 import { appendedText, finishOf } from '../stream/encoding.ts'
+import { streamedSteps } from '../stream/streamed-steps.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, turnIsOver } from './finish.ts'
+import { replyStart } from './prefix.ts'
 
 export const INTERRUPTED_DETAIL =
   'The reply was interrupted: the server producing it stopped. The text so far is kept.'
@@ -27,18 +29,21 @@ export async function recoverTurn(
   const frames = log ? await deps.logs.readAll(turn.messageId) : undefined
   const text = frames ? appendedText(frames) : checkpoint.parts.join('')
   const streamedFinish = log?.finished && frames ? finishOf(frames) : undefined
+  // Thoughts, calls and results the log shows are stored as streamed; no call runs again.
+  const steps = frames && streamedSteps(frames, replyStart(turn), turn.conversationId)
   const outcome = await finishTurn(
     deps,
     turn,
     token,
     streamedFinish
-      ? { text, finish: streamedFinish, hasLog: false, contextInStep: false }
+      ? { text, finish: streamedFinish, hasLog: false, contextInStep: false, steps }
       : {
           text,
           finish: 'error',
           error: { code: 'interrupted', detail: INTERRUPTED_DETAIL },
           hasLog: log !== undefined && !log.finished,
           contextInStep: false,
+          steps,
         },
   )
   return turnIsOver(outcome)

@@ -7,21 +7,22 @@
 // most a tick of text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
-import type { StoredMessage } from '../messages.ts'
+import { type StoredMessage, unixSeconds } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
-import { storableChunks } from '../model/storable-output.ts'
 import { contextForTurn } from '../reads/context.ts'
 import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
-import { appendFrame, firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
+import { firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
+import { ReplyItems } from '../stream/reply-items.ts'
 import { AttachmentReadError, readAttachments } from './attachments.ts'
 import type { TurnDeps } from './deps.ts'
-import { finishTurn, type TurnEnding, turnIsOver } from './finish.ts'
+import { finishTurn, type TurnEnding, type TurnSteps, turnIsOver } from './finish.ts'
 import { isTurnLogFault } from './log-restore.ts'
 import { modelRequest, userInstructions } from './model-request.ts'
-import { openTurnLog } from './prefix.ts'
+import { openTurnLog, replyStart } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 import { createReplyLog, prefixOf, StateFaultError } from './reply-log.ts'
+import { type ReplyEvent, replyEvents } from './tool-loop.ts'
 
 const STATE_FAULT_DETAIL =
   'The turn state store did not answer in time; the reply stops here. The text so far is kept.'
@@ -104,6 +105,13 @@ async function streamReply(
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
   const log = createReplyLog(deps, turn, run, inputs)
+  // The turn's messages besides the reply's text: thoughts, tool calls and results (CONTRACT §21).
+  const steps = new ReplyItems({
+    conversationId,
+    reply: replyStart(turn),
+    newId: deps.newId,
+    now: unixSeconds,
+  })
   if (run.progress) run.progress.text = log.text
   deps.observer.turnStarted(turn)
   const startedAt = performance.now()
@@ -126,10 +134,16 @@ async function streamReply(
       readAttachments(deps.files, turn.userId, ids, deps.fileReadMs ?? FILE_READ_MS),
     )
     const askedAt = performance.now()
-    const chunks = storableChunks(model.provider.stream({ ...request, signal: run.signal }))
-    for await (const chunk of chunks) {
+    const events = replyEvents({
+      model,
+      request,
+      userId: turn.userId,
+      signal: run.signal,
+      tools: deps.tools,
+      warn: deps.warn,
+    })
+    for await (const event of events) {
       if (run.signal.aborted) break
-      if (chunk === '') continue
       if (modelFirstChunkMs === undefined) {
         modelFirstChunkMs = performance.now() - askedAt
         // createTime is when the send was accepted, on whichever instance.
@@ -137,7 +151,14 @@ async function streamReply(
         await log.write(frameOf(firstTokenMarkerItem(conversationId, messageId)))
       }
       items++
-      await log.write(appendFrame(chunk), chunk)
+      if (event.type === 'text') {
+        const frames = steps.text(event.text)
+        const last = frames.length - 1
+        for (let index = 0; index < last; index++) await log.write(frames[index] as string)
+        await log.write(frames[last] as string, event.text)
+        continue
+      }
+      for (const frame of stepFrames(steps, event)) await log.write(frame)
     }
     await log.settle()
     ending = { finish: run.signal.aborted ? 'interrupted' : 'stop' }
@@ -168,11 +189,26 @@ async function streamReply(
     hasLog: true,
     contextInStep,
     restoreLog: log.restore,
+    steps: turnSteps(steps),
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
     progress: run.progress,
   })
   log.forget()
   return turnIsOver(outcome)
+}
+
+/** What the ending stores and streams of the turn's steps; the reply made current first. */
+function turnSteps(steps: ReplyItems): TurnSteps {
+  const leadFrames = steps.finish()
+  return { records: steps.steps(), reply: steps.reply, leadFrames }
+}
+
+/** The frames of an event that is not reply text: reasoning, a tool call, its result. */
+function stepFrames(steps: ReplyItems, event: Exclude<ReplyEvent, { type: 'text' }>): string[] {
+  if (event.type === 'reasoning') return steps.reasoning(event.text)
+  if (event.type === 'tool_call')
+    return steps.toolCall(event.call.name, event.call.arguments).frames
+  return steps.toolResult(event.call.name, event.result)
 }
 
 /** How a turn that threw ends, named after what failed: the model, a store, or the server. */
