@@ -3,13 +3,17 @@ import { describeEachBackend } from '../support/backend-apps.ts'
 import { chat2apiRead, gpt4freeRead, messagesById } from '../support/client-parsers.ts'
 import {
   conversationIdOf,
+  dataOf,
+  framesOf,
   get,
   newUser,
+  post,
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
 import { type FakeOpenAi, startFakeOpenAi } from '../support/fake-openai.ts'
 import { stdioTestServer } from '../support/mcp-servers.ts'
+import { sseReader } from '../support/sse-reader.ts'
 
 // Tools and reasoning inside one turn (CONTRACT §21), over HTTP, with a fake
 // OpenAI-compatible model running as a real process (scripted to reason and
@@ -266,6 +270,80 @@ describeEachBackend(
         'thoughts',
         'text',
       ])
+    })
+
+    /** A send whose stream is read as it arrives, up to the add of its call message. */
+    async function sendUntilCall(user: string, text: string) {
+      const stream = sseReader(
+        await post(t.app, '/backend-api/f/conversation', {
+          user_id: user,
+          action: 'next',
+          model: 'tooled',
+          messages: [textMessage(text, crypto.randomUUID())],
+        }),
+      )
+      const seen = await stream.until(
+        (frames) => frames.some((frame) => frame.data.includes('"content_type":"code"')),
+        'the call message',
+      )
+      return { stream, conversation: conversationIdOf(seen) }
+    }
+
+    test('stop cancels the running call: the turn ends at once, interrupted, and is stored', async () => {
+      const user = newUser()
+      const { stream, conversation } = await sendUntilCall(user, 'call:hang')
+      const stopped = await post(
+        t.app,
+        '/backend-api/stop_conversation',
+        { conversation_id: conversation },
+        { 'x-user-id': user },
+      )
+      expect(((await stopped.json()) as { stopped: boolean }).stopped).toBe(true)
+      const frames = framesOf(await stream.rest())
+      const tool = [...messagesById(frames.map((frame) => frame.raw)).values()].find(
+        (message) => (message as { author: { role: string } }).author.role === 'tool',
+      ) as { content: { text: string } } | undefined
+      expect(tool?.content.text).toBe('The call was cancelled.')
+      expect(frames.at(-1)?.data).toBe('[DONE]')
+      const completion = frames.findLast((frame) => frame.data.includes('finish_details'))
+      expect(JSON.stringify(dataOf(completion))).toContain('"type":"interrupted"')
+      const path = branch(await mappingOf(user, conversation))
+      expect(path.map((message) => message.content.content_type)).toEqual([
+        'text',
+        'code',
+        'execution_output',
+        'text',
+      ])
+    })
+
+    test('a resume mid-call replays every item exactly once', async () => {
+      const user = newUser()
+      const { stream, conversation } = await sendUntilCall(user, 'call:hang')
+      const status = (await (
+        await get(t.app, `/backend-api/conversation/${conversation}/stream_status`, {
+          'x-user-id': user,
+        })
+      ).json()) as { token: string; offset: number }
+      const resumed = sseReader(
+        await post(
+          t.app,
+          '/backend-api/f/conversation/resume',
+          { conversation_id: conversation, offset: status.offset },
+          { 'x-conduit-token': status.token },
+        ),
+      )
+      const [original, rest] = await Promise.all([stream.rest(), resumed.rest()])
+      const frames = framesOf(original)
+      expect(original).toBe(
+        frames
+          .slice(0, status.offset)
+          .map((frame) => frame.raw)
+          .join('') + rest,
+      )
+      expect(frames.filter((frame) => frame.data.includes('"content_type":"code"'))).toHaveLength(1)
+      expect(gpt4freeRead(framesOf(rest).map((frame) => frame.raw)).text).toContain(
+        'did not answer within',
+      )
     })
   },
 )

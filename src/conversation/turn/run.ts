@@ -143,7 +143,8 @@ async function streamReply(
       warn: deps.warn,
     })
     for await (const event of events) {
-      if (run.signal.aborted) break
+      // A stopped call's result (cancelled) is still written: every call streamed has its answer.
+      if (run.signal.aborted && event.type !== 'tool_result') break
       if (modelFirstChunkMs === undefined) {
         modelFirstChunkMs = performance.now() - askedAt
         // createTime is when the send was accepted, on whichever instance.
