@@ -7,7 +7,8 @@
 // - echo {text}: answers the text; `pid`: answers its process id;
 // - hang: never answers; crash: exits the process mid-call;
 // - big {chars}: answers that many characters (10 MB and more);
-// - fail: answers with isError; add_tool: adds the tool `added` and says the
+// - fail: answers with isError; tally: counts its calls, count: says how
+//   many (a test sees a call was run once); add_tool: adds the tool `added` and says the
 //   tool list changed (stdio only: stateless HTTP has no channel to say it).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
@@ -16,6 +17,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 
 const prefix = process.env.MCP_TEST_PREFIX ?? ''
 let added = false
+/** Calls of `tally` this process answered (over HTTP: across every request). */
+let tally = 0
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: 'object', properties })
 function tools() {
@@ -34,6 +37,8 @@ function tools() {
       inputSchema: object({ chars: { type: 'integer' } }),
     },
     { name: 'fail', description: 'Fails.', inputSchema: object() },
+    { name: 'tally', description: 'Counts its calls; answers the count.', inputSchema: object() },
+    { name: 'count', description: 'How often tally was called.', inputSchema: object() },
     { name: 'add_tool', description: 'Adds a tool.', inputSchema: object() },
     ...(added ? [{ name: 'added', description: 'Added later.', inputSchema: object() }] : []),
   ]
@@ -68,6 +73,11 @@ function newServer(): Server {
         return text('x'.repeat(Number(args.chars ?? 10_000_000)))
       case 'fail':
         return text('it went wrong', true)
+      case 'tally':
+        tally++
+        return text(`tally ${tally}`)
+      case 'count':
+        return text(String(tally))
       case 'add_tool':
         added = true
         await server.sendToolListChanged()
