@@ -79,7 +79,7 @@ describe.skipIf(skip)('a tool turn taken over after its owner died', () => {
   /** How often the MCP server ran `tally`, asked of it directly. */
   async function tallies(): Promise<number> {
     const client = new Client({ name: 'tool-takeover-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(mcp.config.url)))
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcp.port}/mcp`)))
     try {
       const result = (await client.callTool({ name: 'count', arguments: {} })) as {
         content: { text: string }[]
@@ -132,9 +132,10 @@ describe.skipIf(skip)('a tool turn taken over after its owner died', () => {
         }
       >
     }
-    const path: NonNullable<(typeof detail.mapping)[string]['message']>[] = []
+    type Node = (typeof detail.mapping)[string]
+    const path: NonNullable<Node['message']>[] = []
     for (let id: string | null = detail.current_node; id !== null; ) {
-      const node = detail.mapping[id]
+      const node: Node | undefined = detail.mapping[id]
       if (!node) break
       if (node.message) path.unshift(node.message)
       id = node.parent
