@@ -60,7 +60,9 @@ function showTool(details, block) {
   const body = details.querySelector('.step-body')
   const sections = [['Arguments', 'step-args', block.args]]
   if (!pending) sections.push([block.isError ? 'Error' : 'Result', 'step-result', block.result])
-  body.replaceChildren(...sections.map(([label, className, text]) => section(label, className, text)))
+  body.replaceChildren(
+    ...sections.map(([label, className, text]) => section(label, className, text)),
+  )
 }
 
 /** A labelled block of plain text: what a model or a tool wrote is never parsed as HTML. */

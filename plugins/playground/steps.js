@@ -61,7 +61,14 @@ export function stepBlocks(steps) {
       blocks.push({ kind: 'thinking', id: message.id, text: thoughtsText(message), done })
     } else {
       const args = contentText(message.content)
-      blocks.push({ kind: 'tool', id: message.id, tool: message.recipient, args, result: undefined, isError: false })
+      blocks.push({
+        kind: 'tool',
+        id: message.id,
+        tool: message.recipient,
+        args,
+        result: undefined,
+        isError: false,
+      })
     }
   }
   return blocks
