@@ -73,6 +73,7 @@ function section(label, className, text) {
   heading.className = 'step-label'
   heading.textContent = label
   const pre = document.createElement('pre')
+  pre.className = 'step-text'
   pre.textContent = text
   box.append(heading, pre)
   return box

@@ -29,7 +29,12 @@ const TIMEOUT = { timeout: 20_000 }
 const t = TOOL_TURN
 
 /** The page's window, as seen from functions that run in it (this file has no DOM types). */
-type InPage = { __pwned?: number; document: { querySelector(s: string): { innerText: string } } }
+type InPage = {
+  __pwned?: number
+  document: { querySelector(s: string): { textContent: string } }
+  location: { protocol: string }
+  localStorage: { setItem(key: string, value: string): void }
+}
 
 /** What the blocks of the shown reply say, and whether any is open. */
 async function blocksOf(page: Page) {
@@ -55,7 +60,7 @@ const STREAMED_SUMMARIES = [
 /** How many times `text` is in what the conversation shows. */
 const timesShown = (page: Page, text: string) =>
   page.evaluate((wanted) => {
-    const shown = (globalThis as unknown as InPage).document.querySelector('#messages').innerText
+    const shown = (globalThis as unknown as InPage).document.querySelector('#messages').textContent
     return shown.split(wanted).length - 1
   }, text)
 
@@ -85,7 +90,8 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('a reply with steps in Chromium'
     const { page } = await loopbackPage(browser, { viewport: { width: 1100, height: 800 } }, faults)
     // The identity is kept in localStorage: set before the page reads it (not on about:blank).
     await page.addInitScript((id) => {
-      if (location.protocol === 'http:') localStorage.setItem('conduit.user', id)
+      const w = globalThis as unknown as InPage
+      if (w.location.protocol === 'http:') w.localStorage.setItem('conduit.user', id)
     }, user)
     await page.goto(`${base}/playground${hash}`)
     await page.locator('body[data-ready="true"]').waitFor(TIMEOUT)

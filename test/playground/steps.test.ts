@@ -11,6 +11,9 @@ import { pathTo } from '../../plugins/playground/tree.js'
 import { TOOL_TURN, toolTurnDetail, toolTurnFrames } from '../support/tool-turn.ts'
 
 const t = TOOL_TURN
+const ids = (list: object[]) => list.map((message) => (message as { id: string }).id)
+/** The blocks, loosely typed for comparing with plain objects. */
+const blocks = (steps: object[]): unknown[] => stepBlocks(steps)
 
 async function streamed(frames: string[]) {
   const body = new Response(frames.join('')).body as ReadableStream<Uint8Array>
@@ -57,7 +60,7 @@ describe('the stream reader over a turn with steps', () => {
       done: true,
       current: undefined,
     })
-    expect(turn.steps.map((step: { id: string }) => step.id)).toEqual([
+    expect(ids(turn.steps)).toEqual([
       'step-msg-1',
       'step-msg-2',
       'step-msg-3',
@@ -65,7 +68,7 @@ describe('the stream reader over a turn with steps', () => {
       'step-msg-5',
       'step-msg-6',
     ])
-    expect(stepBlocks(turn.steps)).toEqual(expectedBlocks)
+    expect(blocks(turn.steps)).toEqual(expectedBlocks)
   })
 
   test('mid-thought: the thoughts are open and growing, the reply still streaming', async () => {
@@ -75,7 +78,7 @@ describe('the stream reader over a turn with steps', () => {
     const { turn } = await streamed(frames.slice(0, at + 1))
     expect(turn.status).toBe('in_progress')
     expect(turn.text).toBe('')
-    expect(stepBlocks(turn.steps)).toEqual([
+    expect(blocks(turn.steps)).toEqual([
       { kind: 'thinking', id: 'step-msg-1', text: t.thinking[0], done: false },
     ])
   })
@@ -107,7 +110,7 @@ describe('steps in a branch', () => {
   test('a turn read from the mapping: the reply carries its steps and its turn head', () => {
     const detail = toolTurnDetail(toolTurnFrames())
     const path = pathTo(detail.mapping, detail.current_node)
-    expect(path.map((message: { id: string }) => message.id)).toEqual([
+    expect(ids(path)).toEqual([
       t.userId,
       'step-msg-1',
       'step-msg-2',
@@ -118,10 +121,10 @@ describe('steps in a branch', () => {
       t.replyId,
     ])
     const shown = shownMessages(path, () => true)
-    expect(shown.map((message: { id: string }) => message.id)).toEqual([t.userId, t.replyId])
+    expect(ids(shown)).toEqual([t.userId, t.replyId])
     const reply = shown[1] as { turn_head: string; steps: object[] }
     expect(reply.turn_head).toBe('step-msg-1')
-    expect(stepBlocks(reply.steps)).toEqual(expectedBlocks)
+    expect(blocks(reply.steps)).toEqual(expectedBlocks)
   })
 
   test('which messages are steps; steps that lead to no reply are left out', () => {
@@ -145,7 +148,7 @@ describe('steps in a branch', () => {
     expect(shownMessages([user, call], () => true)).toEqual([user])
     // An answer whose call is not on the branch still shows, as its own block.
     const lone = { ...message('tool', { content_type: 'execution_output', text: 'r' }), id: 'r' }
-    expect(stepBlocks([lone])).toEqual([
+    expect(blocks([lone])).toEqual([
       { kind: 'tool', id: 'r', tool: 'x', args: '', result: 'r', isError: false },
     ])
   })
