@@ -9,8 +9,10 @@
 // (user → thoughts → calls → tool answers → reply, and a second version of
 // the reply) shows the same blocks, and its ‹ 1/2 › switcher moves between
 // the two versions. Markup in a thought, a call or a tool's answer
-// (`<img src=x onerror=…>`, <script>) runs none of it.
+// (`<img src=x onerror=…>`, <script>) runs none of it. Screenshot of the
+// opened blocks: test/output/playground-steps.png.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { embeddedBackend } from '../support/backends.ts'
 import {
@@ -140,6 +142,8 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('a reply with steps in Chromium'
     })
     expect(await page.locator('#messages > li').count()).toBe(2)
     expect(await timesShown(page, t.answer.join(''))).toBe(1)
+    // One version of each message: no switcher.
+    expect(await page.locator('#messages .branches').count()).toBe(0)
     // Opened again later, from the list's link: the same.
     await page.goto('about:blank')
     await page.goto(`${base}/playground#c=${t.conversationId}`)
@@ -167,6 +171,7 @@ describe.skipIf(CHROMIUM_MISSING !== undefined)('a reply with steps in Chromium'
     expect(await reply.locator('.step-result script, .step-result img').count()).toBe(0)
     expect(await reply.locator('[onerror]').count()).toBe(0)
     expect(await pwned(page)).toBeUndefined()
+    await page.screenshot({ path: join(import.meta.dir, '..', 'output', 'playground-steps.png') })
     await page.context().close()
   }, 40_000)
 

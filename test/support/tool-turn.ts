@@ -97,7 +97,7 @@ export function toolTurnDetail(frames: string[]) {
   const t = TOOL_TURN
   const root = 'client-created-root'
   const mapping: Record<string, MappingNode> = {
-    [root]: { id: root, parent: null, children: [t.userId], message: null },
+    [root]: { id: root, parent: null, children: [], message: null },
     [t.userId]: {
       id: t.userId,
       parent: root,
