@@ -1,7 +1,7 @@
 // GET /playground: a page where a person tries the conversation API in a
 // browser, served by the service itself: plain HTML, one stylesheet and small
-// ES modules (the page, and the stream reader, branch tree, Markdown
-// renderer, dialogs, model picker, custom-instructions dialog and attachments it imports),
+// ES modules (the page, and the stream reader, branch tree, a reply's
+// thinking and tool-call blocks, Markdown renderer, dialogs, model picker, custom-instructions dialog and attachments it imports),
 // read once at startup. The Markdown parser (marked) and the sanitiser
 // (DOMPurify) are the ES module builds of their npm packages, served from
 // node_modules like the API docs' bundles (plugins/docs/assets.ts). No CDN
@@ -32,6 +32,8 @@ const OWN_FILES = {
   'playground.js': JS,
   'stream.js': JS,
   'tree.js': JS,
+  'steps.js': JS,
+  'step-view.js': JS,
   'markdown.js': JS,
   'dialogs.js': JS,
   'icons.js': JS,

@@ -2,7 +2,8 @@
 // the conversation list, open one, send and watch the reply stream in
 // (rendered as Markdown, sanitised: markdown.js), stop it, regenerate or edit
 // (in a dialog: dialogs.js) and move between the branches that makes
-// (‹ n/m ›: tree.js), rate and copy a reply, rename, archive and delete,
+// (‹ n/m ›: tree.js), see a reply's thinking and tool calls as collapsed
+// blocks (steps.js, step-view.js), rate and copy a reply, rename, archive and delete,
 // pick the model (models.js) and set custom instructions (instructions.js);
 // export the history as chatgpt.com's conversations.json and import one (or
 // its data export zip). A reload mid-reply resumes it (stream_status, then
@@ -15,6 +16,8 @@ import { icon } from './icons.js'
 import { instructionsDialog } from './instructions.js'
 import { renderMarkdown } from './markdown.js'
 import { modelPicker } from './models.js'
+import { renderSteps } from './step-view.js'
+import { shownMessages } from './steps.js'
 import { applyEvent, newTurn, sseEvents } from './stream.js'
 import { choosePath, pathTo, ROOT, siblingsOf, switchSibling } from './tree.js'
 
@@ -302,7 +305,10 @@ async function openConversation(id) {
 const textOf = (message) =>
   (message.content?.parts ?? []).filter((part) => typeof part === 'string').join('')
 const roleOf = (message) => message.role ?? message.author?.role ?? 'assistant'
-/** Text from the user or the assistant: an import's system and tool messages are not shown. */
+/**
+ * Text from the user or the assistant: system and context messages are not
+ * shown; a turn's thoughts, calls and tool answers go with its reply (steps.js).
+ */
 const isShown = (message) =>
   ['user', 'assistant'].includes(roleOf(message)) && Array.isArray(message.content?.parts)
 
@@ -314,10 +320,10 @@ function showDetail(detail, hide, leaf = detail.current_node) {
   if (detail.mapping) {
     state.mapping = detail.mapping
     choosePath(state.mapping, leaf, state.chosen)
-    state.messages = pathTo(state.mapping, leaf).filter(isShown)
+    state.messages = shownMessages(pathTo(state.mapping, leaf), isShown)
   } else {
     state.mapping = undefined
-    state.messages = detail.messages.filter(isShown)
+    state.messages = shownMessages(detail.messages, isShown)
   }
   el.messages.replaceChildren(
     ...state.messages.filter((message) => message.id !== hide).map(messageItem),
@@ -329,7 +335,7 @@ function switchBranch(id, step) {
   if (!state.mapping || state.reading) return
   const leaf = switchSibling(state.mapping, id, step, state.chosen)
   if (!leaf) return
-  state.messages = pathTo(state.mapping, leaf).filter(isShown)
+  state.messages = shownMessages(pathTo(state.mapping, leaf), isShown)
   el.messages.replaceChildren(...state.messages.map(messageItem))
   el.messages.querySelector(`li[data-id="${CSS.escape(id)}"]`)?.scrollIntoView({ block: 'nearest' })
 }
@@ -361,6 +367,11 @@ function messageItem(message) {
   }
   const text = document.createElement('div')
   if (role === 'assistant') {
+    // Its thinking and tool calls, collapsed, before the answer.
+    const steps = document.createElement('div')
+    steps.className = 'steps'
+    renderSteps(steps, message.steps ?? [])
+    li.append(steps)
     text.className = 'text markdown'
     renderMarkdown(text, textOf(message))
   } else {
@@ -390,8 +401,10 @@ function setOutcome(li, outcome) {
 function messageActions(message, role) {
   const actions = document.createElement('div')
   actions.className = 'message-actions'
-  const siblings = state.mapping ? siblingsOf(state.mapping, message.id) : undefined
-  if (siblings) actions.append(branchSwitcher(message.id, siblings))
+  // A reply's versions are the siblings of its turn's first message (its first step, if any).
+  const head = message.turn_head ?? message.id
+  const siblings = state.mapping ? siblingsOf(state.mapping, head) : undefined
+  if (siblings) actions.append(branchSwitcher(head, siblings))
   if (role === 'assistant') {
     actions.append(iconButton('copy', 'Copy', 'copy', (button) => copy(button, message)))
     if (state.features.feedback) {
@@ -570,6 +583,7 @@ function renderReply(li, turn) {
   const follow = atEnd()
   const message = streamed.get(li)
   if (message) message.content.parts = [turn.text]
+  renderSteps(li.querySelector('.steps'), turn.steps)
   renderMarkdown(li.querySelector('.text'), turn.text)
   li.dataset.status = turn.status ?? ''
   if (turn.finish) {

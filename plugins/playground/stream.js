@@ -2,7 +2,11 @@
 // v1"), in plain browser JavaScript: Server-Sent Events parsed from a fetch
 // body (EventSource cannot POST), and each item applied to the state of the
 // turn it belongs to. No DOM here, so it runs under `bun test` as it does in
-// the page.
+// the page. A turn that reasons or calls tools (CONTRACT §21) adds other
+// messages after the reply's first add (thoughts, a call, a tool's answer),
+// each kept in `steps` as its add gave it (thoughts appends applied), then
+// adds the reply again: only the reply's `parts` appends are its text.
+import { isStep } from './steps.js'
 
 /**
  * The events of an SSE body as they arrive: `{event, data}` per block of
@@ -61,6 +65,8 @@ function parseBlock(block) {
  * @property {string | undefined} token the stream's resume token
  * @property {{ id: string }[]} inputs input messages echoed by the stream, in order
  * @property {string} text
+ * @property {object[]} steps the turn's thoughts, calls and tool answers, as added (CONTRACT §21)
+ * @property {object | undefined} current the step the stream writes to now, undefined for the reply
  * @property {string | undefined} status
  * @property {string | undefined} finish `stop`, `interrupted` or `error` once the completion patch came
  * @property {string | undefined} error
@@ -78,6 +84,8 @@ export function newTurn() {
     token: undefined,
     inputs: [],
     text: '',
+    steps: [],
+    current: undefined,
     status: undefined,
     finish: undefined,
     error: undefined,
@@ -127,15 +135,7 @@ export function applyEvent(turn, { event, data }) {
 }
 
 function applyDelta(turn, item) {
-  if (item.o === 'add' && item.p === '') {
-    const message = item.v?.message
-    turn.messageId = message?.id
-    turn.modelSlug = message?.metadata?.model_slug
-    turn.conversationId ??= item.v?.conversation_id
-    turn.text = message?.content?.parts?.[0] ?? ''
-    turn.status = message?.status
-    return true
-  }
+  if (item.o === 'add' && item.p === '') return applyAdd(turn, item.v)
   if (item.o === 'patch' && Array.isArray(item.v))
     return item.v.map((op) => applyOperation(turn, op)).some(Boolean)
   if (typeof item.p === 'string' && typeof item.o === 'string') return applyOperation(turn, item)
@@ -144,8 +144,30 @@ function applyDelta(turn, item) {
   return false
 }
 
+/** A message added: a step of the turn, or the reply (again: its text so far stays). */
+function applyAdd(turn, value) {
+  const message = value?.message
+  turn.conversationId ??= value?.conversation_id
+  if (message && isStep(message)) {
+    const step = structuredClone(message)
+    turn.steps.push(step)
+    turn.current = step
+    return true
+  }
+  const again = message?.id !== undefined && message.id === turn.messageId
+  turn.current = undefined
+  turn.messageId = message?.id
+  turn.modelSlug = message?.metadata?.model_slug
+  if (!again) turn.text = message?.content?.parts?.[0] ?? ''
+  turn.status = message?.status
+  return true
+}
+
+const THOUGHTS = /^\/message\/content\/thoughts\/(\d+)\/content$/
+
 function applyOperation(turn, op) {
   turn.last = { p: op.p, o: op.o }
+  if (turn.current) return applyStepOperation(turn.current, op)
   if (op.p === '/message/content/parts/0' && op.o === 'append' && typeof op.v === 'string') {
     turn.text += op.v
     return true
@@ -156,6 +178,22 @@ function applyOperation(turn, op) {
   }
   if (op.p === '/message/metadata' && op.o === 'append' && op.v?.finish_details) {
     turn.finish = op.v.finish_details.type
+    return true
+  }
+  return false
+}
+
+/** A thoughts append or a step's completion: what the step shows; never the turn's end. */
+function applyStepOperation(step, op) {
+  const thought = THOUGHTS.exec(op.p)
+  if (thought && op.o === 'append' && typeof op.v === 'string') {
+    const entry = step.content?.thoughts?.[Number(thought[1])]
+    if (!entry) return false
+    entry.content = (entry.content ?? '') + op.v
+    return true
+  }
+  if (op.p === '/message/status' && op.o === 'replace') {
+    step.status = op.v
     return true
   }
   return false
