@@ -122,6 +122,8 @@ export const IMPORT_RULES: ImportRule[] = [
       ERRORS,
       'src/hmac-key.ts',
       'src/storage/db.ts',
+      'src/storage/like-pattern.ts',
+      'src/tools/document-search.ts',
       'bun',
       'file-type',
       'image-size',

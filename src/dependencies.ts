@@ -14,6 +14,7 @@ import { tokenizerFor } from './conversation/model/token-count.ts'
 import { isNearCached, NEAR_CACHED_PREFIXES } from './conversation/reads/cache-keys.ts'
 import { createConversationService } from './conversation/service.ts'
 import type { TurnTools } from './conversation/turn/tool-loop.ts'
+import { createFileDocumentSearch } from './files/file-document-search.ts'
 import { createFileService, type FileService } from './files/file-service.ts'
 import { createFileUrlTokens } from './files/file-url-tokens.ts'
 import { createFolderFileStore } from './files/folder-file-store.ts'
@@ -50,7 +51,7 @@ import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
 import { createStoreFailurePolicy, type StoreFailurePolicy } from './storage/store-failure.ts'
-import { documentSearchSource } from './tools/document-search.ts'
+import { documentSearchSource, searchInOrder } from './tools/document-search.ts'
 import { mcpTransport } from './tools/mcp-servers.ts'
 import { McpSource } from './tools/mcp-source.ts'
 import { createToolCatalogue } from './tools/tool-catalogue.ts'
@@ -214,8 +215,8 @@ export function openFiles(config: Config, db: Db, urlSecret: string): FileServic
 }
 
 /**
- * The tools of CONTRACT §21: the built-in document_search over the document
- * store, and each MCP server of MCP_SERVERS, connecting in the background
+ * The tools of CONTRACT §21: the built-in document_search over the user's
+ * attachments and the document store, and each MCP server of MCP_SERVERS, connecting in the background
  * (a server that is down offers nothing; it never holds up the start).
  */
 export function openTools(config: Config, db: Db, log: Logger): TurnTools {
@@ -223,7 +224,7 @@ export function openTools(config: Config, db: Db, log: Logger): TurnTools {
   const warn = warnTo(log)
   const catalogue = createToolCatalogue({
     sources: [
-      documentSearchSource(createDocumentSearch(db)),
+      documentSearchSource(searchInOrder([createFileDocumentSearch(db), createDocumentSearch(db)])),
       ...mcpServers.map(
         (server) =>
           new McpSource({

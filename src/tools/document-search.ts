@@ -93,3 +93,19 @@ export function documentSearchSource(search: DocumentSearch): ToolSource {
     },
   }
 }
+
+/**
+ * One search over several (the user's attachments, then the document store):
+ * each asked for what the ones before it left of the limit, in order.
+ */
+export function searchInOrder(searches: readonly DocumentSearch[]): DocumentSearch {
+  return async (input) => {
+    const hits: DocumentHit[] = []
+    for (const search of searches) {
+      const left = input.limit - hits.length
+      if (left <= 0) break
+      hits.push(...(await search({ ...input, limit: left })))
+    }
+    return hits
+  }
+}

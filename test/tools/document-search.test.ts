@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { createDocumentSearch } from '../../plugins/docstore/document-search.ts'
 import { insertDocument } from '../../plugins/docstore/repository.ts'
+import { createFileDocumentSearch } from '../../src/files/file-document-search.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { documentSearchSource } from '../../src/tools/document-search.ts'
+import { documentSearchSource, searchInOrder } from '../../src/tools/document-search.ts'
 import { createToolCatalogue } from '../../src/tools/tool-catalogue.ts'
 import { dbBackends, uniqueName } from '../support/backends.ts'
 
@@ -69,6 +70,61 @@ for (const backend of dbBackends()) {
           )
         ).isError,
       ).toBe(true)
+    })
+
+    test("a user's attachments answer first, only their owner's, then the document store", async () => {
+      const mark = uniqueName('Attached')
+      const owner = uniqueName('owner')
+      const other = uniqueName('other')
+      const file = (id: string, user: string, text: string | null, status = 'ready') =>
+        db.query(
+          `INSERT INTO files (id, user_id, name, use_case, declared_size, status, text, uploaded_at)
+           VALUES ($1, $2, 'notes.txt', 'my_files', 10, $3, $4, now())`,
+          [id, user, status, text],
+        )
+      const hex = () => crypto.randomUUID().replaceAll('-', '')
+      const mine = `file-${hex()}`
+      await file(mine, owner, `my notes on ${mark}`)
+      await file(`file-${hex()}`, other, `their notes on ${mark}`)
+      await file(`file-${hex()}`, owner, `not uploaded ${mark}`, 'pending')
+      const stored = `store ${mark}`
+      await insertDocument(db, {
+        content: stored,
+        metadata: '{}',
+        contentSha256: new Bun.CryptoHasher('sha256').update(stored).digest('hex'),
+      })
+      const catalogue = createToolCatalogue({
+        sources: [
+          documentSearchSource(
+            searchInOrder([createFileDocumentSearch(db), createDocumentSearch(db)]),
+          ),
+        ],
+        timeoutMs: 10_000,
+        maxOutputChars: 20_000,
+      })
+      const search = async (userId: string, limit = 5) =>
+        (
+          JSON.parse(
+            (
+              await catalogue.call('document_search', JSON.stringify({ query: mark, limit }), {
+                ...context,
+                userId,
+              })
+            ).text,
+          ) as { results: { id: string | number; content: string; metadata?: unknown }[] }
+        ).results
+      const found = await search(owner)
+      expect(found.map((hit) => hit.content)).toEqual([`my notes on ${mark}`, stored])
+      expect(found[0]).toMatchObject({
+        id: mine,
+        metadata: { source: 'attachment', name: 'notes.txt' },
+      })
+      expect((await search(other)).map((hit) => hit.content)).toEqual([
+        `their notes on ${mark}`,
+        stored,
+      ])
+      // The limit counts both: the attachment fills it.
+      expect((await search(owner, 1)).map((hit) => hit.content)).toEqual([`my notes on ${mark}`])
     })
   })
 }
