@@ -233,6 +233,19 @@ describeEachBackend(
       expect(stored.at(-1)?.status).toBe('finished_successfully')
     })
 
+    test('an MCP server that exits mid-call gives an error result; the next turn finds it started again', async () => {
+      const user = newUser()
+      const crashed = await send(user, 'call:crash', 'tooled')
+      const result = [...messagesById(crashed.raws).values()].find(
+        (message) => (message as { author: { role: string } }).author.role === 'tool',
+      ) as { content: { text: string }; metadata: { is_error?: boolean } } | undefined
+      expect(result?.metadata.is_error).toBe(true)
+      expect(result?.content.text).toStartWith('The tool crash failed')
+      expect(crashed.frames.at(-1)?.data).toBe('[DONE]')
+      const again = await send(user, 'call:echo', 'tooled')
+      expect(gpt4freeRead(again.raws).text).toBe('Tool results: call:echo')
+    })
+
     test('TOOL_MAX_STEPS bounds the rounds of calls; the last round offers no tools', async () => {
       const user = newUser()
       const mark = `loop${crypto.randomUUID().slice(0, 6)}`
