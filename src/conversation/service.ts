@@ -66,6 +66,10 @@ export interface ConversationServiceOptions {
   files?: AttachmentFiles
   /** How long a turn waits to read its files before it ends with an error (default 10 s). */
   fileReadMs?: number
+  /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */
+  titleModel?: string
+  /** How long a reply's ending waits for a title model still at work (2 s when absent). */
+  titleWaitMs?: number
 }
 
 export interface SendRequest {
@@ -152,6 +156,8 @@ export function createConversationService(options: ConversationServiceOptions) {
     storeRecoveryMs,
     files: options.files,
     fileReadMs: options.fileReadMs ?? 10_000,
+    titleModel: options.titleModel,
+    titleWaitMs: options.titleWaitMs,
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({

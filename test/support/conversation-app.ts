@@ -37,6 +37,8 @@ export interface TestAppOptions {
   rateLimits?: RateLimits
   /** The event-loop lag admission control sheds sends on (a stand-in the test sets). */
   eventLoopLag?: EventLoopLag
+  /** How long a reply's ending waits for a title model still at work. */
+  titleWaitMs?: number
 }
 
 export async function conversationApp(options: TestAppOptions) {
@@ -64,6 +66,8 @@ export async function conversationApp(options: TestAppOptions) {
     stops: state.stops,
     leaseMs: config.turnLeaseMs,
     maxConversations: config.maxRunningConversations,
+    titleModel: config.titleModel,
+    titleWaitMs: options.titleWaitMs,
     warn: () => {},
     observer: options.observer,
   })

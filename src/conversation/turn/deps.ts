@@ -36,6 +36,10 @@ export interface TurnDeps {
   files?: AttachmentFiles
   /** How long a turn waits to read its files. */
   fileReadMs?: number
+  /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */
+  titleModel?: string
+  /** How long a reply's ending waits for a title model still at work (title.ts's TITLE_WAIT_MS when absent). */
+  titleWaitMs?: number
 }
 
 /**

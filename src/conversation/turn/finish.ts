@@ -1,9 +1,9 @@
 // Ending a turn, the same way whoever ends it (its runner, or the new owner of
 // a dead runner's turn): store the reply under the claim's fencing token, drop
-// the cached reads, bring the context list up to date, then end the stream (an
-// error item when there is one, the completion patch, the title of a new
-// conversation, message_stream_complete, [DONE]) and finish the log. A client
-// that saw [DONE] reads the new state.
+// the cached reads, bring the context list up to date, then end the stream (the
+// title of a new conversation when it did not stream yet, an error item when
+// there is one, the completion patch, message_stream_complete, [DONE]) and
+// finish the log. A client that saw [DONE] reads the new state.
 //
 // When the database cannot be reached for the final write, the reply is not
 // lost: the stream still ends as the reply did, the row stays `in_progress`
@@ -29,7 +29,7 @@ import {
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { isTurnLogFault } from './log-restore.ts'
 import type { TurnReport } from './observer.ts'
-import { firstTurnTitle } from './title.ts'
+import { type EndingTitle, storedEndingTitle } from './title.ts'
 
 export interface TurnEnding {
   text: string
@@ -53,6 +53,10 @@ export interface TurnEnding {
   progress?: { stored: boolean }
   /** What the runner measured while streaming, for the turn's log line and metrics. */
   stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
+  /** A first turn's title as its runner named the conversation (title.ts); absent: the stored title. */
+  title?: EndingTitle
+  /** The log already holds the title item (a dead runner streamed it). */
+  titleStreamed?: boolean
 }
 
 /**
@@ -77,6 +81,8 @@ export async function finishTurn(
   let { finish, error } = ending
   let outcome: FinishOutcome = 'stored'
   let storedTitle: string | undefined
+  // A title model still at work gets its short wait while the reply is stored.
+  const namedTitle = ending.title?.(finish)
   try {
     const saved = await finishReply(deps.db, turn, token, { text: ending.text, finish })
     if (!saved) return 'lost'
@@ -113,11 +119,9 @@ export async function finishTurn(
     ...ending.stats,
   })
   if (!ending.hasLog) return outcome
-  const title = await firstTurnTitle(deps, turn, {
-    text: ending.text,
-    askModel: finish === 'stop',
-    storedTitle,
-  })
+  const title = namedTitle
+    ? await namedTitle
+    : storedEndingTitle(turn, storedTitle, ending.titleStreamed === true)
   await endStreamOnce(deps, turn, token, { finish, error, title }, ending.restoreLog)
   return outcome
 }
@@ -159,9 +163,10 @@ export interface StreamEnding {
 }
 
 /**
- * Appends a turn's last items (an error item when there is one, the
- * completion patch, the title, message_stream_complete, [DONE]) and finishes
- * its log, as the holder of `token`.
+ * Appends a turn's last items (the title when there is one, an error item when
+ * there is one, the completion patch, message_stream_complete, [DONE]) and
+ * finishes its log, as the holder of `token`. The title comes first: gpt4free
+ * stops reading at the completion patch.
  */
 export async function endStream(
   logs: TurnLogStore,
@@ -170,9 +175,9 @@ export async function endStream(
   { finish, error, title }: StreamEnding,
 ): Promise<void> {
   const items: StreamItem[] = [
+    ...(title === undefined ? [] : [titleGenerationItem(title, turn.conversationId)]),
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
     completionItem(finish),
-    ...(title === undefined ? [] : [titleGenerationItem(title, turn.conversationId)]),
     streamCompleteItem(turn.conversationId),
     doneItem(),
   ]

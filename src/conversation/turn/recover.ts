@@ -9,7 +9,7 @@
 import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import type { TextContent } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
-import { appendedText, finishOf } from '../stream/encoding.ts'
+import { appendedText, finishOf, holdsTitle } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, turnIsOver } from './finish.ts'
 
@@ -39,6 +39,8 @@ export async function recoverTurn(
           error: { code: 'interrupted', detail: INTERRUPTED_DETAIL },
           hasLog: log !== undefined && !log.finished,
           contextInStep: false,
+          // The dead runner may have streamed the title already.
+          titleStreamed: frames !== undefined && holdsTitle(frames),
         },
   )
   return turnIsOver(outcome)

@@ -22,6 +22,7 @@ import { modelRequest, userInstructions } from './model-request.ts'
 import { openTurnLog } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 import { createReplyLog, prefixOf, StateFaultError } from './reply-log.ts'
+import { titledReplyLog } from './title.ts'
 
 const STATE_FAULT_DETAIL =
   'The turn state store did not answer in time; the reply stops here. The text so far is kept.'
@@ -103,7 +104,14 @@ async function streamReply(
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
-  const log = createReplyLog(deps, turn, run, inputs)
+  // A first turn names its conversation as the reply streams (title.ts).
+  const log = titledReplyLog(
+    deps,
+    turn,
+    inputs,
+    createReplyLog(deps, turn, run, inputs),
+    run.signal,
+  )
   if (run.progress) run.progress.text = log.text
   deps.observer.turnStarted(turn)
   const startedAt = performance.now()
@@ -170,6 +178,7 @@ async function streamReply(
     restoreLog: log.restore,
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
     progress: run.progress,
+    title: log.endingTitle,
   })
   log.forget()
   return turnIsOver(outcome)
