@@ -377,7 +377,10 @@ function models(env: Env, single: Parameters<typeof readModels>[1]): ModelConfig
 }
 
 /** TITLE_MODEL: a slug of the catalogue (CONTRACT §23); ConfigError naming the slugs there are otherwise. */
-function titleModel(slug: string | undefined, catalogue: readonly ModelConfig[]): string | undefined {
+function titleModel(
+  slug: string | undefined,
+  catalogue: readonly ModelConfig[],
+): string | undefined {
   if (slug === undefined || catalogue.some((entry) => entry.slug === slug)) return slug
   const slugs = catalogue.map((entry) => `"${entry.slug}"`).join(', ')
   throw new ConfigError(

@@ -4,8 +4,8 @@
 //   a `title_generation` item anywhere is the title; a sticky top-level `p`;
 //   `/message/content/thoughts…/content` appends are reasoning; string `v`s
 //   and `/message/content/parts/0` appends count as text only while the last
-//   added message's `recipient` is `all`; a patch of `/message/metadata` (the
-//   completion patch, its finish_details) ends the reading: nothing after it
+//   added message's `recipient` is `all`; a patch of `/message/metadata` with
+//   finish_details (the completion patch) ends the reading: nothing after it
 //   is read;
 // - chat2api (lanqian528/chat2api), chatgpt/stream_v1.py: one document per
 //   `add`'s `c`, every patch applied (as JSON pointers) to the latest; then
@@ -62,7 +62,9 @@ export function gpt4freeRead(frames: readonly string[]): {
       for (const op of v as Json[]) {
         if (op.p === '/message/content/parts/0' && recipient === 'all') text += String(op.v)
         if (op.p === '/message/metadata' && recipient === 'all') {
-          finished = true
+          // Its finish_details' type is gpt4free's finish_reason: set, it reads no further.
+          const details = (op.v as Json | undefined)?.finish_details as Json | undefined
+          finished = typeof details?.type === 'string'
           break
         }
       }
