@@ -9,6 +9,7 @@ import {
   conversationApp,
   conversationIdOf,
   dataOf,
+  type Frame,
   get,
   newUser,
   post,

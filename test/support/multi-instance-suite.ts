@@ -392,8 +392,9 @@ export function describeInstances(
           )
           // Then the reply is stored, and its ending waits (up to 2 s) for the title that never
           // comes. The row is in another process: watched until it is stored.
-          const cid = frameData<{ conversation_id: string }>(completeFrames(stream.text())[1])
-            .conversation_id
+          const cid = frameData<{ conversation_id: string }>(
+            completeFrames(stream.text())[1],
+          ).conversation_id
           for (const deadline = Date.now() + 10_000; ; await Bun.sleep(10)) {
             const rows = await db.query<{ status: string }>(
               "SELECT status FROM messages WHERE conversation_id = $1 AND role = 'assistant'",
