@@ -173,6 +173,8 @@ const variables = {
   // The model catalogue (models-config.ts checks each entry); never echoed: it may hold prompts.
   MODELS: text({ sensitive: true }),
   MODELS_FILE: text({ expected: 'a file name' }),
+  // The catalogue model that writes titles (config.ts checks the slug is in the catalogue).
+  TITLE_MODEL: text({ expected: 'the slug of a catalogue model' }),
   MODEL_TIMEOUT_MS: integer(60_000, 1, 3_600_000),
   LOCAL_MODEL_CHUNK_DELAY_MS: integer(20, 0, 60_000),
   // A short HMAC key can be guessed offline from any one token it signed.

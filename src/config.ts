@@ -86,6 +86,8 @@ export interface Config {
    * model of the variables above. Never empty; exactly one is the default.
    */
   models: ModelConfig[]
+  /** TITLE_MODEL: the catalogue model that writes titles; undefined: the reply's model. */
+  titleModel: string | undefined
   /** Longest wait for the next chunk from the model before the turn fails. */
   modelTimeoutMs: number
   localModelChunkDelayMs: number
@@ -374,6 +376,18 @@ function models(env: Env, single: Parameters<typeof readModels>[1]): ModelConfig
   }
 }
 
+/** TITLE_MODEL: a slug of the catalogue (CONTRACT §23); ConfigError naming the slugs there are otherwise. */
+function titleModel(
+  slug: string | undefined,
+  catalogue: readonly ModelConfig[],
+): string | undefined {
+  if (slug === undefined || catalogue.some((entry) => entry.slug === slug)) return slug
+  const slugs = catalogue.map((entry) => `"${entry.slug}"`).join(', ')
+  throw new ConfigError(
+    `TITLE_MODEL must be the slug of a model in the catalogue (${slugs}), got "${slug}"`,
+  )
+}
+
 /** The servers of MCP_SERVERS / MCP_SERVERS_FILE; ConfigError on a bad entry. */
 function mcpServers(env: Env): McpServerConfig[] {
   try {
@@ -433,6 +447,12 @@ export function loadConfig(env: Env = process.env): Config {
   const e = checkEnv(env)
   const model = e.MODEL ?? (e.MODEL_PROVIDER === 'local' ? 'local-echo' : 'gpt-4o-mini')
   const openaiBaseUrl = e.OPENAI_BASE_URL?.replace(/\/+$/, '') ?? 'https://api.openai.com/v1'
+  const catalogue = models(env, {
+    provider: e.MODEL_PROVIDER,
+    model,
+    openaiBaseUrl,
+    openaiApiKey: e.OPENAI_API_KEY,
+  })
   return {
     port: e.PORT,
     host: e.HOST,
@@ -445,12 +465,8 @@ export function loadConfig(env: Env = process.env): Config {
     model,
     openaiBaseUrl,
     openaiApiKey: e.OPENAI_API_KEY,
-    models: models(env, {
-      provider: e.MODEL_PROVIDER,
-      model,
-      openaiBaseUrl,
-      openaiApiKey: e.OPENAI_API_KEY,
-    }),
+    models: catalogue,
+    titleModel: titleModel(e.TITLE_MODEL, catalogue),
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     localModelChunkDelayMs: e.LOCAL_MODEL_CHUNK_DELAY_MS,
     authJwtSecret: e.AUTH_JWT_SECRET,

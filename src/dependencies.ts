@@ -408,6 +408,7 @@ export async function openDependencies(
       leaseMs: config.turnLeaseMs,
       maxConversations: config.maxRunningConversations,
       storeRecoveryMs: config.storeRecoveryMs,
+      titleModel: config.titleModel,
       warn: warnTo(log),
       observer: conversationObserver(log, metrics),
     })

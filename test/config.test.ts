@@ -610,11 +610,34 @@ describe('every variable of the schema', () => {
       'S3_ACCESS_KEY_ID',
       'S3_REGION',
       'S3_SECRET_ACCESS_KEY',
+      'TITLE_MODEL',
     ])
   })
 
   test('a REDIS_URL whose path is not a database number is refused', () => {
     expect(configError({ REDIS_URL: 'redis://cache:6379/cache' }).message).toContain('REDIS_URL')
+  })
+})
+
+describe('TITLE_MODEL (CONTRACT §23)', () => {
+  const MODELS = JSON.stringify([
+    { slug: 'chat', provider: 'local', default: true },
+    { slug: 'namer', provider: 'openai', model: 'gpt-4o-mini', base_url: 'http://127.0.0.1:9/v1' },
+  ])
+
+  test('unset: the reply model names conversations; set: a slug of the catalogue', () => {
+    expect(loadConfig({}).titleModel).toBeUndefined()
+    expect(loadConfig({ MODELS, TITLE_MODEL: 'namer' }).titleModel).toBe('namer')
+    // The single-model catalogue's slug is MODEL.
+    expect(loadConfig({ TITLE_MODEL: 'local-echo' }).titleModel).toBe('local-echo')
+  })
+
+  test('a slug the catalogue does not have stops start-up, naming the variable and the slugs', () => {
+    const { message } = configError({ MODELS, TITLE_MODEL: 'gpt-5' })
+    expect(message).toBe(
+      'TITLE_MODEL must be the slug of a model in the catalogue ("chat", "namer"), got "gpt-5"',
+    )
+    expect(configError({ TITLE_MODEL: 'namer' }).message).toStartWith('TITLE_MODEL must be')
   })
 })
 

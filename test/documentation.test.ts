@@ -112,3 +112,32 @@ describe('docs/operations.md: the configuration reference', () => {
     expect(problems).toEqual([])
   })
 })
+
+describe('what a first deployment needs to know', () => {
+  /** The text of one `## ` section of a document, up to the next. */
+  const section = (markdown: string, heading: string) => {
+    const start = markdown.search(new RegExp(`^## ${heading}\\s*$`, 'm'))
+    expect(start).toBeGreaterThan(-1)
+    const rest = markdown.slice(start + 1)
+    const next = rest.search(/^## /m)
+    return next === -1 ? rest : rest.slice(0, next)
+  }
+
+  test("README's real deployment says to create the database first", () => {
+    expect(section(read(README), 'Running for real')).toMatch(/^createdb .*\n.*DATABASE_URL=/m)
+  })
+
+  test('the turn state defaults to key prefixes on the cache Redis, not another database number', () => {
+    const operations = read('docs/operations.md')
+    expect(operations).toContain("default: the cache's\nRedis, told apart by key prefix")
+    expect(operations).not.toMatch(/database number up|one database up/i)
+  })
+
+  test('the embedded start states its memory peak, and /health says which stores are in use', () => {
+    const operations = read('docs/operations.md')
+    expect(operations).toMatch(
+      /first start peaks at about 1\.1 GB\s+of RSS while PGlite initialises/,
+    )
+    expect(operations).toContain('"database":"embedded","cache":"memory"')
+  })
+})

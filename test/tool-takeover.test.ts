@@ -79,7 +79,9 @@ describe.skipIf(skip)('a tool turn taken over after its owner died', () => {
   /** How often the MCP server ran `tally`, asked of it directly. */
   async function tallies(): Promise<number> {
     const client = new Client({ name: 'tool-takeover-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcp.port}/mcp`)))
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcp.port}/mcp`)),
+    )
     try {
       const result = (await client.callTool({ name: 'count', arguments: {} })) as {
         content: { text: string }[]

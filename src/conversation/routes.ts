@@ -93,9 +93,11 @@ export function conversationRoutes({
     .use(transferRoutes({ transfer: conversations.transfer, auth, importMaxBytes }))
     .post(
       '/f/conversation',
-      async ({ body, request }) => {
+      async ({ body, request, set }) => {
         // Identity as the body names it, else as reads name it (CONTRACT §9).
         const claimed = body.user_id ?? request.headers.get('x-user-id') ?? undefined
+        // The request log's id for this request (request-log.ts), for the turn's log lines.
+        const requestId = set.headers['x-request-id']
         const userId = await auth.userOf(request, claimed)
         const contents = checkSend(body)
         const stream = await conversations.send({
@@ -110,6 +112,7 @@ export function conversationRoutes({
           reasoningEffort: reasoningEffortOf(body.thinking_effort, body.reasoning_effort),
           action: body.action ?? 'next',
           parentMessageId: body.parent_message_id,
+          requestId: typeof requestId === 'string' ? requestId : undefined,
         })
         return sseResponse(stream, keepaliveMs)
       },

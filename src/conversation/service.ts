@@ -32,6 +32,7 @@ import { chooseModel } from './turn/model-choice.ts'
 import { type ConversationObserver, silentObserver } from './turn/observer.ts'
 import type { SendAction } from './turn/placement.ts'
 import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
+import { createTurnRequestIds } from './turn/request-ids.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner, type LeftTurn } from './turn/runner.ts'
 import { readTurnStream } from './turn/stream-reader.ts'
@@ -69,6 +70,10 @@ export interface ConversationServiceOptions {
   fileReadMs?: number
   /** The tools offered to catalogue models with `tools: true` (CONTRACT §21); none when absent. */
   tools?: TurnTools
+  /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */
+  titleModel?: string
+  /** How long a reply's ending waits for a title model still at work (2 s when absent). */
+  titleWaitMs?: number
 }
 
 export interface SendRequest {
@@ -86,6 +91,8 @@ export interface SendRequest {
   action: SendAction
   /** Absent (the current node), `client-created-root`, or a message id of the conversation. */
   parentMessageId?: string
+  /** The send's request id (the access log's), for the turn's own log lines. */
+  requestId?: string
 }
 
 export interface ResumeRequest {
@@ -117,7 +124,8 @@ export const CAPACITY_RETRY_AFTER_SECONDS = 2
 
 export function createConversationService(options: ConversationServiceOptions) {
   const warn = options.warn ?? (() => {})
-  const observer = options.observer ?? silentObserver
+  const requestIds = createTurnRequestIds()
+  const observer = requestIds.observing(options.observer ?? silentObserver)
   const newId = options.newId ?? randomUUID
   const { db, logs } = options
   const storeRecoveryMs = options.storeRecoveryMs ?? 30_000
@@ -156,6 +164,8 @@ export function createConversationService(options: ConversationServiceOptions) {
     files: options.files,
     fileReadMs: options.fileReadMs ?? 10_000,
     ...(options.tools ? { tools: options.tools } : {}),
+    titleModel: options.titleModel,
+    titleWaitMs: options.titleWaitMs,
   }
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
@@ -280,6 +290,7 @@ export function createConversationService(options: ConversationServiceOptions) {
         ),
       }))
       if ('retryOf' in turn) return streamOf(turn.retryOf, 0)
+      requestIds.remember(turn.messageId, request.requestId)
       runner.accepted(
         turn.conversationId,
         turn.messageId,

@@ -1,5 +1,6 @@
 // The ConversationObserver of the running service: one log line when a turn
-// starts and one when it ends (outcome, items, durations; at warn with the
+// starts and one when it ends (with the request_id of the send that started
+// it, when this process accepted it) (outcome, items, durations; at warn with the
 // cause when the model failed or timed out), and the turn and stream metrics. Ids only,
 // never message text.
 import type { ConversationObserver, TurnRef } from '../conversation/turn/observer.ts'
@@ -7,6 +8,8 @@ import type { Logger } from './logger.ts'
 import type { Metrics } from './metrics.ts'
 
 const ids = (turn: TurnRef) => ({
+  // The send's request id (the access line's), when the turn runs where it was accepted.
+  ...(turn.requestId === undefined ? {} : { request_id: turn.requestId }),
   conversation_id: turn.conversationId,
   message_id: turn.messageId,
   user_id: turn.userId,

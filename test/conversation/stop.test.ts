@@ -68,7 +68,7 @@ const typeOf = (frame: Frame) =>
     ? dataOf<{ type?: string }>(frame).type
     : undefined
 
-/** The items after a turn's last append, less §11's title item on a conversation's first turn. */
+/** The items after a turn's last append, less §11's title item (§23: it may come before the ending). */
 const endingOf = (frames: Frame[]) =>
   frames
     .slice(frames.findLastIndex(isAppend) + 1)
@@ -138,10 +138,12 @@ describeEachBackend({ model: slowLocalModel() }, (t, backend) => {
     const body = await stream.rest()
     expect(Date.now() - stoppedAt).toBeLessThan(2_000)
     const frames = framesOf(body)
-    // Prefix, then only append items, then the interrupted ending; no error item.
+    // Prefix (the title of this new conversation known at once, CONTRACT §23), then only
+    // append items, then the interrupted ending; no error item.
+    expect(typeOf(frames[4] as Frame)).toBe('title_generation')
     const firstAppend = frames.findIndex(isAppend)
     const lastAppend = frames.findLastIndex(isAppend)
-    expect(firstAppend).toBe(5)
+    expect(firstAppend).toBe(6)
     expect(frames.slice(firstAppend, lastAppend + 1).every(isAppend)).toBe(true)
     expect(frames.some((frame) => typeOf(frame) === 'error')).toBe(false)
     expect(endingOf(frames)).toEqual([

@@ -48,7 +48,7 @@ describeEachBackend({}, (t) => {
       const add = dataOf<{ v: { message: { id: string; create_time: number } } }>(frames[3]).v
         .message
       const aid = add.id
-      const appends = frames.slice(5, -4)
+      const appends = frames.slice(6, -3)
       expect(appends.length).toBeGreaterThanOrEqual(2)
       const chunks = appends.map((frame) => dataOf<{ v: [{ v: string }] }>(frame).v[0].v)
 
@@ -89,6 +89,12 @@ describeEachBackend({}, (t) => {
           },
           c: 0,
         }) +
+        // The local model writes no title: the first message names the conversation, at once.
+        line(undefined, {
+          type: 'title_generation',
+          title: 'Hello there, how are you?',
+          conversation_id: cid,
+        }) +
         line(undefined, {
           type: 'message_marker',
           conversation_id: cid,
@@ -106,11 +112,6 @@ describeEachBackend({}, (t) => {
           )
           .join('') +
         'event: delta\ndata: {"p":"","o":"patch","v":[{"p":"/message/status","o":"replace","v":"finished_successfully"},{"p":"/message/end_turn","o":"replace","v":true},{"p":"/message/metadata","o":"append","v":{"is_complete":true,"finish_details":{"type":"stop"}}}]}\n\n' +
-        line(undefined, {
-          type: 'title_generation',
-          title: 'Hello there, how are you?',
-          conversation_id: cid,
-        }) +
         line(undefined, { type: 'message_stream_complete', conversation_id: cid }) +
         'data: [DONE]\n\n'
       expect(text).toBe(expected)
@@ -140,7 +141,7 @@ describeEachBackend({}, (t) => {
     test('stores both messages; the appended chunks equal the stored reply', async () => {
       const cid = conversationIdOf(frames)
       const chunks = frames
-        .slice(5, -4)
+        .slice(6, -3)
         .map((frame) => dataOf<{ v: [{ v: string }] }>(frame).v[0].v)
         .join('')
       const history = await get(t.app, `/backend-api/conversation/${cid}`, { 'x-user-id': user })

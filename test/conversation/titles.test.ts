@@ -1,14 +1,18 @@
-// Titles (CONTRACT §11): the first turn of a new conversation streams a
-// title_generation item after its completion patch and before
-// message_stream_complete; the `openai` model writes it with a short separate
-// request, and when that fails (and with the local model) it is the first user
-// message cut to 80 characters. The stored title, the list and the item agree,
-// also for a resumed or replayed stream.
+// Titles (CONTRACT §11, §23): the first turn of a new conversation streams a
+// title_generation item as soon as the title is known - between the reply's
+// items when it is ready first, else just before the completion patch (where
+// gpt4free stops reading) - never after it; the `openai` model writes it from
+// the first user message with a short separate request sent as the turn
+// starts, and when that fails, is late (past the ending's short wait) or the
+// model writes none (the local model) it is the first user message cut to 80
+// characters. The stored title, the list and the item agree, also for a
+// resumed or replayed stream.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { titleFrom } from '../../src/conversation/messages.ts'
 import { createOpenAiModel } from '../../src/conversation/model/openai.ts'
 import { suiteApp } from '../support/backend-apps.ts'
 import { appBackends } from '../support/backends.ts'
+import { gpt4freeRead } from '../support/client-parsers.ts'
 import {
   conversationApp,
   conversationIdOf,
@@ -37,6 +41,21 @@ const kinds = (frames: Frame[]) =>
     return item.type ?? item.o
   })
 
+/** The last items of a first turn: its title item no later than just before the completion patch. */
+function expectTitleBeforeEnd(frames: Frame[]) {
+  const all = kinds(frames)
+  expect(all.slice(-3)).toEqual(['completion', 'message_stream_complete', '[DONE]'])
+  expect(all.filter((kind) => kind === 'title_generation')).toHaveLength(1)
+  expect(all.indexOf('title_generation')).toBeLessThan(all.indexOf('completion'))
+}
+
+/** A stream's body as the frames a client reads, one `…\n\n` each. */
+const rawFrames = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((frame) => frame !== '')
+    .map((frame) => `${frame}\n\n`)
+
 const titleItems = (frames: Frame[]) =>
   frames
     .filter((frame) => frame.event === undefined && frame.data.includes('"title_generation"'))
@@ -45,6 +64,17 @@ const titleItems = (frames: Frame[]) =>
 /** A fake OpenAI-compatible server: streamed replies, and titles by scenario (the first path segment). */
 function fakeOpenAi() {
   const titleRequests: { scenario: string; body: Record<string, unknown> }[] = []
+  /** Resolved once the service gave up on (aborted) a title request of `stalled` or `broken`. */
+  const abandoned = new Map<string, () => void>()
+  const gaveUp = (scenario: string) =>
+    new Promise<void>((resolve) => {
+      abandoned.set(scenario, resolve)
+    })
+  const gaveUpOn = { stalled: gaveUp('stalled'), broken: gaveUp('broken') }
+  let releaseGate = () => {}
+  const gate = new Promise<void>((resolve) => {
+    releaseGate = resolve
+  })
   let releaseHeld = () => {}
   let titleAsked = () => {}
   const held = new Promise<void>((resolve) => {
@@ -63,6 +93,25 @@ function fakeOpenAi() {
     async fetch(request) {
       const scenario = new URL(request.url).pathname.split('/')[1] ?? ''
       const body = (await request.json()) as Record<string, unknown>
+      if (body.stream === true && scenario === 'broken')
+        return Response.json({ error: { message: 'overloaded' } }, { status: 500 })
+      if (body.stream === true && scenario === 'gated') {
+        // The reply's second half waits until the test saw the title streamed.
+        const encoder = new TextEncoder()
+        const body = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            controller.enqueue(encoder.encode(chunk('Kyoto in spring ')))
+            await gate
+            controller.enqueue(
+              encoder.encode(
+                `${chunk('is lovely.')}data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
+              ),
+            )
+            controller.close()
+          },
+        })
+        return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+      }
       if (body.stream === true)
         return new Response(
           `${chunk('Kyoto in spring ')}${chunk('is lovely.')}` +
@@ -75,6 +124,14 @@ function fakeOpenAi() {
           titleAsked()
           await held
           return answer(`"${MODEL_TITLE}"`)
+        case 'stalled':
+        case 'broken':
+          // Never answers: the service must end the turn anyway, and abort this request.
+          await new Promise<void>((resolve) =>
+            request.signal.addEventListener('abort', () => resolve(), { once: true }),
+          )
+          abandoned.get(scenario)?.()
+          return answer('too late')
         case 'long':
           return answer('A '.repeat(100))
         case 'fails':
@@ -88,7 +145,7 @@ function fakeOpenAi() {
       }
     },
   })
-  return { server, titleRequests, releaseHeld, asked }
+  return { server, titleRequests, releaseHeld, asked, releaseGate, gaveUpOn }
 }
 
 for (const backend of appBackends())
@@ -99,22 +156,19 @@ for (const backend of appBackends())
       test('the first turn streams the first message, cut to 80 characters, as its title', async () => {
         const user = newUser()
         const first = `${'A rather long opening question about many things '.repeat(3)}and more`
-        const { frames } = await sendAndRead(t.app, {
+        const { frames, text } = await sendAndRead(t.app, {
           user_id: user,
           messages: [textMessage(first)],
         })
-        expect(kinds(frames).slice(-4)).toEqual([
-          'completion',
-          'title_generation',
-          'message_stream_complete',
-          '[DONE]',
-        ])
+        expectTitleBeforeEnd(frames)
         const cid = conversationIdOf(frames)
         const expected = titleFrom(first)
         expect(Array.from(expected)).toHaveLength(80)
         expect(titleItems(frames)).toEqual([
           { type: 'title_generation', title: expected, conversation_id: cid },
         ])
+        // gpt4free, which stops reading at the completion patch, gets it.
+        expect(gpt4freeRead(rawFrames(text)).title).toBe(expected)
         const list = (await (
           await get(t.app, '/backend-api/conversations', { 'x-user-id': user })
         ).json()) as { items: { id: string; title: string }[] }
@@ -190,11 +244,24 @@ for (const backend of appBackends())
       const apps = new Map<string, TestApp>()
       beforeAll(async () => {
         fake = fakeOpenAi()
-        for (const scenario of ['good', 'held', 'long', 'fails', 'empty', 'garbage'])
+        for (const scenario of [
+          'good',
+          'held',
+          'long',
+          'fails',
+          'empty',
+          'garbage',
+          'gated',
+          'stalled',
+          'broken',
+        ])
           apps.set(
             scenario,
             await conversationApp({
               backend,
+              // A stalled title model holds a normal ending up 300 ms at most; a failed one, never.
+              titleWaitMs:
+                scenario === 'stalled' ? 300 : scenario === 'broken' ? 60_000 : undefined,
               model: createOpenAiModel({
                 slug: 'gpt-test',
                 baseUrl: `http://127.0.0.1:${fake.server.port}/${scenario}`,
@@ -219,19 +286,20 @@ for (const backend of appBackends())
           user_id: user,
           messages: [textMessage('I want to visit Kyoto in April. Where should I stay?')],
         })
-        expect(kinds(frames).slice(-4)).toEqual([
-          'completion',
-          'title_generation',
-          'message_stream_complete',
-          '[DONE]',
-        ])
+        expectTitleBeforeEnd(frames)
         expect(titleItems(frames)[0]?.title).toBe(MODEL_TITLE)
+        expect(gpt4freeRead(rawFrames(text))).toEqual({
+          text: 'Kyoto in spring is lovely.',
+          reasoning: '',
+          title: MODEL_TITLE,
+        })
         expect(await listTitle(app('good'), user)).toBe(MODEL_TITLE)
         const request = fake.titleRequests.findLast((r) => r.scenario === 'good')
         expect(request?.body).toMatchObject({ model: 'gpt-test', stream: false })
+        // Asked as the turn starts: from the user's message alone.
         const prompt = JSON.stringify(request?.body.messages)
         expect(prompt).toContain('I want to visit Kyoto in April.')
-        expect(prompt).toContain('Kyoto in spring is lovely.')
+        expect(prompt).not.toContain('Kyoto in spring')
         // Replayed from the log, the stream carries the model's title too.
         const { token, conversation_id } = dataOf<{ token: string; conversation_id: string }>(
           frames[1],
@@ -254,10 +322,11 @@ for (const backend of appBackends())
         })
         const body = response.text()
         await fake.asked
-        // The reply is stored and the title request waits: the list now caches the first message.
+        // The title request waits: the list now caches the first message.
         expect(await listTitle(t, user)).toBe('where to eat ramen')
         fake.releaseHeld()
         const frames = framesOf(await body)
+        expectTitleBeforeEnd(frames)
         expect(titleItems(frames)[0]?.title).toBe(MODEL_TITLE)
         expect(await listTitle(t, user)).toBe(MODEL_TITLE)
       })
@@ -284,17 +353,77 @@ for (const backend of appBackends())
           })
           expect(fake.titleRequests.some((r) => r.scenario === scenario)).toBe(true)
           expect(kinds(frames)).not.toContain('error')
-          expect(kinds(frames).slice(-4)).toEqual([
-            'completion',
-            'title_generation',
-            'message_stream_complete',
-            '[DONE]',
-          ])
-          expect(frames.at(-4)?.data).toContain('"finish_details":{"type":"stop"}')
+          expectTitleBeforeEnd(frames)
+          expect(frames.at(-3)?.data).toContain('"finish_details":{"type":"stop"}')
           const expected = `Fallback please (${scenario})`
           expect(titleItems(frames)[0]?.title).toBe(expected)
           expect(await listTitle(app(scenario), user)).toBe(expected)
         },
       )
+
+      test('a title ready before the reply ends streams between its items', async () => {
+        const user = newUser()
+        const response = await post(app('gated').app, SEND, {
+          user_id: user,
+          messages: [textMessage('Kyoto in April?')],
+        })
+        const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+        const decoder = new TextDecoder()
+        let text = ''
+        // The model holds the reply's second half back until the title was read.
+        while (!text.includes('"title_generation"')) {
+          const { value, done } = await reader.read()
+          if (done) throw new Error(`the stream ended without a title: ${text}`)
+          text += decoder.decode(value, { stream: true })
+        }
+        expect(text).not.toContain('is lovely.')
+        fake.releaseGate()
+        for (let read = await reader.read(); !read.done; read = await reader.read())
+          text += decoder.decode(read.value, { stream: true })
+        const frames = framesOf(text)
+        expectTitleBeforeEnd(frames)
+        expect(text.indexOf('"title_generation"')).toBeLessThan(text.indexOf('is lovely.'))
+        expect(gpt4freeRead(rawFrames(text))).toEqual({
+          text: 'Kyoto in spring is lovely.',
+          reasoning: '',
+          title: MODEL_TITLE,
+        })
+        expect(await listTitle(app('gated'), user)).toBe(MODEL_TITLE)
+      })
+
+      test('a title model slower than the short wait does not hold the ending: the first message names the conversation', async () => {
+        const user = newUser()
+        const started = performance.now()
+        const { frames, text } = await sendAndRead(app('stalled').app, {
+          user_id: user,
+          messages: [textMessage('name me in time')],
+        })
+        // The wait is 300 ms here; the title model never answers.
+        expect(performance.now() - started).toBeLessThan(2_300)
+        expectTitleBeforeEnd(frames)
+        expect(frames.at(-3)?.data).toContain('"finish_details":{"type":"stop"}')
+        expect(titleItems(frames)[0]?.title).toBe('name me in time')
+        expect(gpt4freeRead(rawFrames(text)).title).toBe('name me in time')
+        // Its request is aborted, and its answer never stored.
+        await fake.gaveUpOn.stalled
+        expect(await listTitle(app('stalled'), user)).toBe('name me in time')
+      })
+
+      test('a failed turn ends at once, with the first message as its title', async () => {
+        const user = newUser()
+        const started = performance.now()
+        const { frames } = await sendAndRead(app('broken').app, {
+          user_id: user,
+          messages: [textMessage('this reply fails')],
+        })
+        // The ending waits up to 60 s for a title after a normal reply here; never after a failed one.
+        expect(performance.now() - started).toBeLessThan(10_000)
+        expectTitleBeforeEnd(frames)
+        expect(kinds(frames)).toContain('error')
+        expect(frames.at(-3)?.data).toContain('"finish_details":{"type":"error"}')
+        expect(titleItems(frames)[0]?.title).toBe('this reply fails')
+        await fake.gaveUpOn.broken
+        expect(await listTitle(app('broken'), user)).toBe('this reply fails')
+      })
     })
   })

@@ -70,11 +70,19 @@ describe('OpenAI-compatible events', () => {
     expect(events).toEqual([
       {
         type: 'tool_call',
-        call: { id: 'call_0', name: 'document_search', arguments: '{"query":"find redis","text":"find redis"}' },
+        call: {
+          id: 'call_0',
+          name: 'document_search',
+          arguments: '{"query":"find redis","text":"find redis"}',
+        },
       },
       {
         type: 'tool_call',
-        call: { id: 'call_1', name: 'weather', arguments: '{"query":"find redis","text":"find redis"}' },
+        call: {
+          id: 'call_1',
+          name: 'weather',
+          arguments: '{"query":"find redis","text":"find redis"}',
+        },
       },
     ])
     const sent = (await fake.requests()).at(-1)?.body

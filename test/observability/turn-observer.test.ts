@@ -10,7 +10,9 @@ import { type AppBackend, appBackends } from '../support/backends.ts'
 import {
   conversationApp,
   dataOf,
+  framesOf,
   newUser,
+  post,
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
@@ -51,8 +53,41 @@ function turnLines(logged: CollectedLog, messageId: string) {
   return logged.lines.filter((line) => line.message_id === messageId)
 }
 
+test('a turn this process did not accept (another instance, a takeover) logs no request_id', () => {
+  const logged = collectingLogger('info')
+  const observer = conversationObserver(logged.log, createMetrics({ processMetrics: false }))
+  const turn = { conversationId: 'c', messageId: 'm', userId: 'u' }
+  observer.turnStarted(turn)
+  observer.turnStarted({ ...turn, requestId: 'req-1' })
+  expect(logged.lines.map((line) => line.request_id)).toEqual([undefined, 'req-1'])
+  expect(Object.keys(logged.lines[0] ?? {})).not.toContain('request_id')
+})
+
 for (const backend of appBackends())
   describe(backend.name, () => {
+    test("a turn's log lines carry the request_id of the send that started it", async () => {
+      const { t, logged } = await observedApp(backend)
+      const requestId = `send-${crypto.randomUUID()}`
+      const response = await post(
+        t.app,
+        '/backend-api/f/conversation',
+        { user_id: newUser(), messages: [textMessage('which request was I?')] },
+        { 'x-request-id': requestId },
+      )
+      // The request log's id (its access line's), echoed to the caller.
+      expect(response.headers.get('x-request-id')).toBe(requestId)
+      const frames = framesOf(await response.text())
+      const messageId = dataOf<{ v: { message: { id: string } } }>(
+        frames.find((frame) => frame.data.includes('"o":"add"')),
+      ).v.message.id
+      await t.conversations.whenIdle()
+      const lines = turnLines(logged, messageId)
+      expect(lines.map((line) => [line.msg, line.request_id])).toEqual([
+        ['turn started', requestId],
+        ['turn finished', requestId],
+      ])
+    })
+
     test('a turn logs its start and its end with outcome, items and model latency', async () => {
       const { t, logged, metrics } = await observedApp(backend)
       const user = newUser()

@@ -1,9 +1,12 @@
 // What three deployed clients of chatgpt.com's stream make of one, re-told in
 // TypeScript from their sources (public repositories, read for these rules):
 // - gpt4free, g4f/Provider/needs_auth/OpenaiChat.py `iter_messages_line`:
-//   a sticky top-level `p`; `/message/content/thoughts…/content` appends are
-//   reasoning; string `v`s and `/message/content/parts/0` appends count as
-//   text only while the last added message's `recipient` is `all`;
+//   a `title_generation` item anywhere is the title; a sticky top-level `p`;
+//   `/message/content/thoughts…/content` appends are reasoning; string `v`s
+//   and `/message/content/parts/0` appends count as text only while the last
+//   added message's `recipient` is `all`; a patch of `/message/metadata` with
+//   finish_details (the completion patch) ends the reading: nothing after it
+//   is read;
 // - chat2api (lanqian528/chat2api), chatgpt/stream_v1.py: one document per
 //   `add`'s `c`, every patch applied (as JSON pointers) to the latest; then
 //   chatgpt/chatFormat.py `stream_response` on each document: an in-progress
@@ -30,14 +33,22 @@ function items(frames: readonly string[]): { data: unknown; event: boolean }[] {
   })
 }
 
-export function gpt4freeRead(frames: readonly string[]): { text: string; reasoning: string } {
+export function gpt4freeRead(frames: readonly string[]): {
+  text: string
+  reasoning: string
+  title?: string
+} {
   let p: string | undefined
   let recipient: string | undefined
   let text = ''
   let reasoning = ''
+  let title: string | undefined
+  let finished = false
   for (const { data } of items(frames)) {
+    if (finished) break
     if (typeof data !== 'object' || data === null) continue
     const line = data as Json
+    if (line.type === 'title_generation' && typeof line.title === 'string') title = line.title
     p = typeof line.p === 'string' ? line.p : p
     if (p?.startsWith('/message/content/thoughts')) {
       if (p.endsWith('/content') && typeof line.v === 'string') reasoning += line.v
@@ -50,14 +61,19 @@ export function gpt4freeRead(frames: readonly string[]): { text: string; reasoni
     } else if (Array.isArray(v)) {
       for (const op of v as Json[]) {
         if (op.p === '/message/content/parts/0' && recipient === 'all') text += String(op.v)
-        if (op.p === '/message/metadata' && recipient === 'all') break
+        if (op.p === '/message/metadata' && recipient === 'all') {
+          // Its finish_details' type is gpt4free's finish_reason: set, it reads no further.
+          const details = (op.v as Json | undefined)?.finish_details as Json | undefined
+          finished = typeof details?.type === 'string'
+          break
+        }
       }
     } else if (typeof v === 'object' && v !== null) {
       const message = (v as Json).message as Json | undefined
       if (message && typeof message.recipient === 'string') recipient = message.recipient
     }
   }
-  return { text, reasoning }
+  return title === undefined ? { text, reasoning } : { text, reasoning, title }
 }
 
 function pointer(doc: Json, path: string): { parent: Json | unknown[]; key: string } {

@@ -39,6 +39,8 @@ export interface TestAppOptions {
   eventLoopLag?: EventLoopLag
   /** Offer tools as a deployment does (openTools: document_search and env's MCP_SERVERS); closed by close(). */
   tools?: boolean
+  /** How long a reply's ending waits for a title model still at work. */
+  titleWaitMs?: number
 }
 
 export async function conversationApp(options: TestAppOptions) {
@@ -68,6 +70,8 @@ export async function conversationApp(options: TestAppOptions) {
     stops: state.stops,
     leaseMs: config.turnLeaseMs,
     maxConversations: config.maxRunningConversations,
+    titleModel: config.titleModel,
+    titleWaitMs: options.titleWaitMs,
     warn: () => {},
     observer: options.observer,
   })

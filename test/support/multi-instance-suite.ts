@@ -7,8 +7,8 @@
 // a turn is killed (SIGKILL) mid-reply, another instance finishes it as
 // interrupted, keeping the text streamed, and then runs the send queued
 // behind it; killed after storing a first turn's reply but before ending its
-// stream (while the model writes its title), another instance ends the stream
-// as stored. multi-instance.test.ts runs them all on one Redis server,
+// stream (while the ending waits for the model's title), another instance ends
+// the stream as stored. multi-instance.test.ts runs them all on one Redis server,
 // redis-deployments.test.ts the essentials on a Cluster.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { titleFrom } from '../../src/conversation/messages.ts'
@@ -384,12 +384,25 @@ export function describeInstances(
           const userId = user()
           const message = 'name this conversation after the crash'
           const stream = reading(await send(c.base, userId, message))
-          // The title is asked for after the reply is stored and before the stream ends.
+          // The title is asked for as the turn starts (CONTRACT §23).
           await asked
           await stream.until(
             (text) =>
               appendedChunks(completeFrames(text).join('')).join('') === 'Stored before the crash.',
           )
+          // Then the reply is stored, and its ending waits (up to 2 s) for the title that never
+          // comes. The row is in another process: watched until it is stored.
+          const cid = frameData<{ conversation_id: string }>(
+            completeFrames(stream.text())[1],
+          ).conversation_id
+          for (const deadline = Date.now() + 10_000; ; await Bun.sleep(10)) {
+            const rows = await db.query<{ status: string }>(
+              "SELECT status FROM messages WHERE conversation_id = $1 AND role = 'assistant'",
+              [cid],
+            )
+            if (rows[0]?.status === 'finished_successfully') break
+            if (Date.now() > deadline) throw new Error('the reply was not stored')
+          }
           c.proc.kill('SIGKILL')
           await c.proc.exited
           const killedAt = Date.now()

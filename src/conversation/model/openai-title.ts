@@ -1,16 +1,18 @@
 // The OpenAI adapter's title writer (CONTRACT §11): one short, non-streaming
 // `POST {baseUrl}/chat/completions` asking the model to name a conversation
-// from its first exchange. Every failure is a ModelError; the caller then
-// names the conversation after its first message.
+// from its first user message (asked as the reply starts, so the title can
+// stream before the reply ends). Every failure, and an abort through the
+// request's signal, is a ModelError; the caller then names the conversation
+// after its first message.
 import type { OpenAiModelOptions } from './openai.ts'
 import { statusErrorDetail } from './openai-wire.ts'
 import { ModelError, type TitleRequest } from './provider.ts'
 
-/** Enough of each message for the model to see what the conversation is about. */
+/** Enough of the message for the model to see what the conversation is about. */
 const EXCERPT_CHARS = 2_000
 
 const INSTRUCTION =
-  'Write a short title (at most 6 words) for the conversation below, in its language. ' +
+  'Write a short title (at most 6 words) for the conversation that starts with the user message below, in its language. ' +
   'Answer with the title only: no quotes, no punctuation at the end.'
 
 const excerpt = (text: string) => Array.from(text).slice(0, EXCERPT_CHARS).join('')
@@ -41,14 +43,13 @@ export async function requestTitle(
         model: options.model ?? options.slug,
         messages: [
           { role: 'system', content: INSTRUCTION },
-          {
-            role: 'user',
-            content: `User: ${excerpt(request.userText)}\n\nAssistant: ${excerpt(request.replyText)}`,
-          },
+          { role: 'user', content: excerpt(request.userText) },
         ],
         stream: false,
       }),
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal: request.signal
+        ? AbortSignal.any([request.signal, AbortSignal.timeout(options.timeoutMs)])
+        : AbortSignal.timeout(options.timeoutMs),
     })
   } catch {
     throw new ModelError('The model server could not be reached for a title.')

@@ -70,10 +70,11 @@ export interface ModelRequest {
   signal?: AbortSignal
 }
 
-/** What a title is written from: the conversation's first exchange. */
+/** What a title is written from: the conversation's first user message (asked while the reply streams). */
 export interface TitleRequest {
   userText: string
-  replyText: string
+  /** Aborted when the title is no longer wanted (the turn ended without waiting for it). */
+  signal?: AbortSignal
 }
 
 export interface ModelProvider {

@@ -121,6 +121,10 @@ export const errorItem = (
 export const titleGenerationItem = (title: string, conversationId: string): StreamItem =>
   data({ type: 'title_generation', title, conversation_id: conversationId })
 
+/** Whether a log's frames hold the title item (a first turn streams it as soon as it is known). */
+export const holdsTitle = (frames: readonly string[]) =>
+  frames.some((frame) => frame.startsWith('data: {"type":"title_generation"'))
+
 export const streamCompleteItem = (conversationId: string): StreamItem =>
   data({ type: 'message_stream_complete', conversation_id: conversationId })
 

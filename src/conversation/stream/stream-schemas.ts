@@ -210,7 +210,8 @@ export const StreamEvents = [
   ),
   sseEvent(
     'title_generation',
-    'The first turn of a new conversation: its title, as stored.',
+    'The first turn of a new conversation: its title, as stored, once, as soon as it is known ' +
+      '(between the reply chunks, or just before the error item and the completion).',
     undefined,
     jsonItem('title_generation', {
       title: t.String({ minLength: 1, maxLength: 80 }),

@@ -20,6 +20,7 @@
 // before the insert) or was deleted is removed.
 import type { ConversationLeases } from '../../state/conversation-leases.ts'
 import { type StoredEnding, storedEndings } from '../sql/turn-repository.ts'
+import { holdsTitle } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
 import { endStream, type StreamEnding } from './finish.ts'
 import { INTERRUPTED_DETAIL } from './recover.ts'
@@ -51,7 +52,11 @@ export async function endAbandonedStreams(
       const info = await deps.logs.claim(log.messageId, lease.token)
       if (!info || info.finished) continue
       if (!ending) await deps.logs.remove(log.messageId)
-      else await endStream(deps.logs, log, lease.token, streamEnding(ending))
+      else {
+        // A first turn's log may hold its title already (streamed as soon as it was known).
+        const titled = ending.firstTurn && holdsTitle(await deps.logs.readAll(log.messageId))
+        await endStream(deps.logs, log, lease.token, streamEnding(ending, titled))
+      }
     } catch (error) {
       deps.warn('could not end an abandoned stream', error)
     } finally {
@@ -62,11 +67,11 @@ export async function endAbandonedStreams(
 }
 
 /** The last items a stored reply's stream owes, from how it was stored. */
-function streamEnding(stored: StoredEnding): StreamEnding {
+function streamEnding(stored: StoredEnding, titleStreamed: boolean): StreamEnding {
   const finish = stored.finish ?? 'error'
   return {
     finish,
     ...(finish === 'error' ? { error: { code: 'interrupted', detail: INTERRUPTED_DETAIL } } : {}),
-    ...(stored.firstTurn ? { title: stored.title } : {}),
+    ...(stored.firstTurn && !titleStreamed ? { title: stored.title } : {}),
   }
 }

@@ -39,6 +39,10 @@ export interface TurnDeps {
   fileReadMs?: number
   /** The tools offered to models that take them (CONTRACT §21); none when absent. */
   tools?: TurnTools
+  /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */
+  titleModel?: string
+  /** How long a reply's ending waits for a title model still at work (title.ts's TITLE_WAIT_MS when absent). */
+  titleWaitMs?: number
 }
 
 /**

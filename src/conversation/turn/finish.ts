@@ -1,9 +1,9 @@
 // Ending a turn, the same way whoever ends it (its runner, or the new owner of
 // a dead runner's turn): store the reply under the claim's fencing token, drop
-// the cached reads, bring the context list up to date, then end the stream (an
-// error item when there is one, the completion patch, the title of a new
-// conversation, message_stream_complete, [DONE]) and finish the log. A client
-// that saw [DONE] reads the new state.
+// the cached reads, bring the context list up to date, then end the stream (the
+// title of a new conversation when it did not stream yet, an error item when
+// there is one, the completion patch, message_stream_complete, [DONE]) and
+// finish the log. A client that saw [DONE] reads the new state.
 //
 // When the database cannot be reached for the final write, the reply is not
 // lost: the stream still ends as the reply did, the row stays `in_progress`
@@ -29,7 +29,7 @@ import {
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { isTurnLogFault } from './log-restore.ts'
 import type { TurnReport } from './observer.ts'
-import { firstTurnTitle } from './title.ts'
+import { type EndingTitle, storedEndingTitle } from './title.ts'
 
 /**
  * The turn's messages besides the reply (CONTRACT §21): stored with it, in
@@ -64,6 +64,10 @@ export interface TurnEnding {
   steps?: TurnSteps
   /** What the runner measured while streaming, for the turn's log line and metrics. */
   stats?: Pick<TurnReport, 'items' | 'durationMs' | 'modelFirstChunkMs' | 'firstItemMs'>
+  /** A first turn's title as its runner named the conversation (title.ts); absent: the stored title. */
+  title?: EndingTitle
+  /** The log already holds the title item (a dead runner streamed it). */
+  titleStreamed?: boolean
 }
 
 /**
@@ -88,6 +92,8 @@ export async function finishTurn(
   let { finish, error } = ending
   let outcome: FinishOutcome = 'stored'
   let storedTitle: string | undefined
+  // A title model still at work gets its short wait while the reply is stored.
+  const namedTitle = ending.title?.(finish)
   try {
     const saved = await finishReply(deps.db, turn, token, {
       text: ending.text,
@@ -128,11 +134,9 @@ export async function finishTurn(
     ...ending.stats,
   })
   if (!ending.hasLog) return outcome
-  const title = await firstTurnTitle(deps, turn, {
-    text: ending.text,
-    askModel: finish === 'stop',
-    storedTitle,
-  })
+  const title = namedTitle
+    ? await namedTitle
+    : storedEndingTitle(turn, storedTitle, ending.titleStreamed === true)
   const leadFrames = ending.steps?.leadFrames ?? []
   await endStreamOnce(deps, turn, token, { finish, error, title, leadFrames }, ending.restoreLog)
   return outcome
@@ -177,9 +181,10 @@ export interface StreamEnding {
 }
 
 /**
- * Appends a turn's last items (an error item when there is one, the
- * completion patch, the title, message_stream_complete, [DONE]) and finishes
- * its log, as the holder of `token`.
+ * Appends a turn's last items (the title when there is one, an error item when
+ * there is one, the completion patch, message_stream_complete, [DONE]) and
+ * finishes its log, as the holder of `token`. The title comes first: gpt4free
+ * stops reading at the completion patch.
  */
 export async function endStream(
   logs: TurnLogStore,
@@ -188,9 +193,9 @@ export async function endStream(
   { finish, error, title, leadFrames = [] }: StreamEnding,
 ): Promise<void> {
   const items: StreamItem[] = [
+    ...(title === undefined ? [] : [titleGenerationItem(title, turn.conversationId)]),
     ...(error ? [errorItem(turn.conversationId, turn.messageId, error.detail, error.code)] : []),
     completionItem(finish),
-    ...(title === undefined ? [] : [titleGenerationItem(title, turn.conversationId)]),
     streamCompleteItem(turn.conversationId),
     doneItem(),
   ]

@@ -9,6 +9,8 @@ export interface TurnRef {
   conversationId: string
   messageId: string
   userId: string
+  /** The request id of the send that started the turn, when this process accepted it (request-ids.ts). */
+  requestId?: string
 }
 
 /** How a turn ended, as its log line and the metrics tell it. */

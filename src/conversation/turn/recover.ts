@@ -9,7 +9,7 @@
 import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import type { TextContent } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
-import { appendedText, finishOf } from '../stream/encoding.ts'
+import { appendedText, finishOf, holdsTitle } from '../stream/encoding.ts'
 import { streamedSteps } from '../stream/streamed-steps.ts'
 import type { TurnDeps } from './deps.ts'
 import { finishTurn, turnIsOver } from './finish.ts'
@@ -44,6 +44,8 @@ export async function recoverTurn(
           hasLog: log !== undefined && !log.finished,
           contextInStep: false,
           steps,
+          // The dead runner may have streamed the title already.
+          titleStreamed: frames !== undefined && holdsTitle(frames),
         },
   )
   return turnIsOver(outcome)

@@ -22,6 +22,7 @@ import { modelRequest, userInstructions } from './model-request.ts'
 import { openTurnLog, replyStart } from './prefix.ts'
 import { recoverTurn } from './recover.ts'
 import { createReplyLog, prefixOf, StateFaultError } from './reply-log.ts'
+import { titledReplyLog } from './title.ts'
 import { type ReplyEvent, replyEvents } from './tool-loop.ts'
 
 const STATE_FAULT_DETAIL =
@@ -104,7 +105,14 @@ async function streamReply(
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {
   const { conversationId, messageId } = turn
-  const log = createReplyLog(deps, turn, run, inputs)
+  // A first turn names its conversation as the reply streams (title.ts).
+  const log = titledReplyLog(
+    deps,
+    turn,
+    inputs,
+    createReplyLog(deps, turn, run, inputs),
+    run.signal,
+  )
   // The turn's messages besides the reply's text: thoughts, tool calls and results (CONTRACT §21).
   const steps = new ReplyItems({
     conversationId,
@@ -193,6 +201,7 @@ async function streamReply(
     steps: turnSteps(steps),
     stats: { items, durationMs: performance.now() - startedAt, modelFirstChunkMs, firstItemMs },
     progress: run.progress,
+    title: log.endingTitle,
   })
   log.forget()
   return turnIsOver(outcome)
