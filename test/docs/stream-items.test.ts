@@ -16,6 +16,8 @@ import {
   sendAndRead,
   textMessage,
 } from '../support/conversation-app.ts'
+import { startFakeOpenAi } from '../support/fake-openai.ts'
+import { stdioTestServer } from '../support/mcp-servers.ts'
 import { DETAIL_KEYS } from '../support/transfer.ts'
 
 interface Schema {
@@ -39,6 +41,13 @@ const eventOf = (frame: Frame) => ({
   data: frame.data === '[DONE]' ? frame.data : JSON.parse(frame.data),
 })
 
+/** The items of a turn's thoughts and tool messages (CONTRACT §21). */
+const STEP_KINDS: (string | undefined)[] = [
+  'step message add',
+  'thoughts append',
+  'step completion',
+]
+
 const matchingKinds = (frame: Frame) =>
   StreamEvents.filter((schema) => Value.Check(schema, eventOf(frame))).map((schema) => schema.title)
 
@@ -52,6 +61,9 @@ describeEachBackend({}, (t, backend) => {
       'resume_conversation_token',
       'input_message',
       'assistant message add',
+      'step message add',
+      'thoughts append',
+      'step completion',
       'message_marker',
       'append',
       'error',
@@ -117,9 +129,51 @@ describeEachBackend({}, (t, backend) => {
         expect({ frame: frame.raw, kinds: kinds.length }).toEqual({ frame: frame.raw, kinds: 1 })
         seen.add(kinds[0])
       }
-    // Every kind but none was seen (the stop's completion is the same kind as the others).
-    expect([...seen].sort()).toEqual(StreamEvents.map((schema) => schema.title).sort())
+    // Every kind was seen (the stop's completion is the same kind as the others) but a
+    // turn's steps, which the next test's model makes.
+    expect([...seen].sort()).toEqual(
+      StreamEvents.map((schema) => schema.title)
+        .filter((title) => !STEP_KINDS.includes(title))
+        .sort(),
+    )
   })
+
+  test('every item of a turn that reasons and calls tools matches exactly one item schema', async () => {
+    const fake = await startFakeOpenAi('slow', { chunkDelayMs: 1 })
+    const app = await conversationApp({
+      backend,
+      env: {
+        MODELS: JSON.stringify([
+          {
+            slug: 'thinker',
+            provider: 'openai',
+            model: 'reason-tools',
+            base_url: fake.baseUrl,
+            tools: true,
+          },
+        ]),
+        MCP_SERVERS: JSON.stringify([stdioTestServer('local')]),
+      },
+      tools: true,
+    })
+    try {
+      const turn = await sendAndRead(app.app, {
+        user_id: newUser(),
+        messages: [textMessage('call:echo call:fail')],
+      })
+      const seen = new Set<string | undefined>()
+      for (const frame of turn.frames) {
+        const kinds = matchingKinds(frame)
+        expect({ frame: frame.raw, kinds: kinds.length }).toEqual({ frame: frame.raw, kinds: 1 })
+        seen.add(kinds[0])
+      }
+      for (const kind of STEP_KINDS) expect(seen).toContain(kind)
+    } finally {
+      await app.conversations.whenIdle()
+      await app.close()
+      await fake.stop()
+    }
+  }, 30_000)
 
   test('an item that strays from its kind matches none', () => {
     const strays = [

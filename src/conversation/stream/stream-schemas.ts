@@ -76,7 +76,10 @@ const AssistantMessage = t.Object(
     metadata: t.Object(
       {
         model_slug: t.String(),
-        parent_id: t.String({ description: 'The user message the reply answers.' }),
+        parent_id: t.String({
+          description:
+            'The user message the reply answers; when added again, the last thoughts or tool message before it.',
+        }),
         message_type: t.Union([t.Literal('next'), t.Literal('variant')], {
           description: '`variant` for a regenerated reply.',
         }),
@@ -88,6 +91,91 @@ const AssistantMessage = t.Object(
   },
   strict,
 )
+
+const stepBase = {
+  id,
+  create_time: t.Number({ description: 'Unix seconds with a fraction.' }),
+  update_time: t.Number(),
+  weight: t.Literal(1),
+}
+const stepMetadata = t.Object(
+  {
+    model_slug: t.String(),
+    parent_id: t.String({ description: 'The message before it in the turn.' }),
+    is_error: t.Optional(t.Literal(true)),
+  },
+  strict,
+)
+const assistantAuthor = t.Object(
+  { role: t.Literal('assistant'), name: t.Null(), metadata: t.Object({}, strict) },
+  strict,
+)
+
+/** A turn's other messages (CONTRACT §21): thoughts, a call to a tool, the tool's answer. */
+const StepMessage = t.Union([
+  t.Object(
+    {
+      ...stepBase,
+      author: assistantAuthor,
+      content: t.Object(
+        {
+          content_type: t.Literal('thoughts'),
+          thoughts: t.Tuple([
+            t.Object(
+              {
+                summary: t.String(),
+                content: t.Literal(''),
+                chunks: t.Tuple([]),
+                finished: t.Literal(false),
+              },
+              strict,
+            ),
+          ]),
+          source_analysis_msg_id: t.String(),
+        },
+        strict,
+      ),
+      status: t.Literal('in_progress'),
+      end_turn: t.Null(),
+      metadata: stepMetadata,
+      recipient: t.Literal('all'),
+      channel: t.Literal('analysis'),
+    },
+    { ...strict, title: 'thoughts message' },
+  ),
+  t.Object(
+    {
+      ...stepBase,
+      author: assistantAuthor,
+      content: t.Object(
+        { content_type: t.Literal('code'), language: t.Literal('json'), text: t.String() },
+        strict,
+      ),
+      status: t.Literal('finished_successfully'),
+      end_turn: t.Literal(false),
+      metadata: stepMetadata,
+      recipient: t.String({ description: 'The tool called.' }),
+      channel: t.Null(),
+    },
+    { ...strict, title: 'tool call message' },
+  ),
+  t.Object(
+    {
+      ...stepBase,
+      author: t.Object(
+        { role: t.Literal('tool'), name: t.String(), metadata: t.Object({}, strict) },
+        strict,
+      ),
+      content: t.Object({ content_type: t.Literal('execution_output'), text: t.String() }, strict),
+      status: t.Literal('finished_successfully'),
+      end_turn: t.Null(),
+      metadata: stepMetadata,
+      recipient: t.Literal('all'),
+      channel: t.Null(),
+    },
+    { ...strict, title: 'tool result message' },
+  ),
+])
 
 /** One SSE event: an optional `event:` line and the `data:` line. */
 function sseEvent(
@@ -131,17 +219,49 @@ export const StreamEvents = [
   ),
   sseEvent(
     'assistant message add',
-    'The reply, empty and in progress.',
+    'The reply, empty and in progress: first with `c` 0, and added again (a later `c`, the ' +
+      'same id) after thoughts or tool messages; its appends follow.',
     'delta',
     t.Object(
       {
         p: t.Literal(''),
         o: t.Literal('add'),
         v: t.Object({ message: AssistantMessage, conversation_id: conversationId }, strict),
-        c: t.Literal(0),
+        c: t.Integer({ minimum: 0 }),
       },
       strict,
     ),
+  ),
+  sseEvent(
+    'step message add',
+    "A turn's other message (CONTRACT §21): a reasoning model's thoughts (then appended), " +
+      "a call to a tool, or the tool's answer (each whole); `c` counts the turn's messages.",
+    'delta',
+    t.Object(
+      {
+        p: t.Literal(''),
+        o: t.Literal('add'),
+        v: t.Object({ message: StepMessage, conversation_id: conversationId }, strict),
+        c: t.Integer({ minimum: 1 }),
+      },
+      strict,
+    ),
+  ),
+  sseEvent(
+    'thoughts append',
+    "A chunk of the thoughts message's reasoning.",
+    'delta',
+    operation('/message/content/thoughts/0/content', 'append', t.String()),
+  ),
+  sseEvent(
+    'step completion',
+    'A thoughts or call message is finished; not the turn (no finish_details).',
+    'delta',
+    patch([
+      operation('/message/status', 'replace', t.Literal('finished_successfully')),
+      operation('/message/end_turn', 'replace', t.Literal(false)),
+      operation('/message/metadata', 'append', t.Object({ is_complete: t.Literal(true) }, strict)),
+    ]),
   ),
   sseEvent(
     'message_marker',
@@ -174,6 +294,7 @@ export const StreamEvents = [
         t.Literal('state_unavailable'),
         t.Literal('storage_unavailable'),
         t.Literal('server_error'),
+        t.Literal('attachment_unavailable'),
       ]),
       detail: t.String(),
       error: t.String(),
