@@ -72,6 +72,8 @@ async function main() {
     fail(listenFailure(error, config))
   }
   const server = app.server
+  // Starting stalls the loop (PGlite, first compiles); serving is judged from here on.
+  lag.reset()
   const urls = openUrls(config, server?.port ?? config.port)
   log.info(
     {

@@ -78,7 +78,7 @@ for (const backend of appBackends())
         backend,
         env: { OVERLOAD_LAG_MS: '200', MAX_RUNNING_TURNS: '1', LOCAL_MODEL_CHUNK_DELAY_MS: '5' },
         metrics,
-        eventLoopLag: { recentLagMs: () => lag.ms, lagSince: () => 0, stop() {} },
+        eventLoopLag: { recentLagMs: () => lag.ms, lagSince: () => 0, reset() {}, stop() {} },
       })
     })
 

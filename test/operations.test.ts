@@ -56,7 +56,10 @@ describe('a running server', () => {
     const requestId = response.headers.get('x-request-id')
     expect(requestId).toBeTruthy()
     await response.text()
-    const access = await lineWhere(server, (entry) => entry.request_id === requestId)
+    const access = await lineWhere(
+      server,
+      (entry) => entry.request_id === requestId && entry.msg === 'request',
+    )
     expect(access).toMatchObject({
       msg: 'request',
       method: 'POST',
@@ -67,7 +70,8 @@ describe('a running server', () => {
       server,
       (entry) => entry.msg === 'turn finished' && entry.user_id === 'ops-user',
     )
-    expect(finished).toMatchObject({ outcome: 'stop', stored: true })
+    // The turn's lines name the send that started it.
+    expect(finished).toMatchObject({ outcome: 'stop', stored: true, request_id: requestId })
     expect(server.stdout()).not.toContain(secret)
   })
 

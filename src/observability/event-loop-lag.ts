@@ -20,6 +20,11 @@ import type { LagSource } from '../storage/store-failure.ts'
 export interface EventLoopLag extends LagSource {
   /** The median tick delay (ms) over the last second, a stall going on now counted as a tick. */
   recentLagMs(): number
+  /**
+   * Forgets the ticks so far: called once the server listens, so the stalls
+   * of starting (opening PGlite, compiling) never shed the first sends.
+   */
+  reset(): void
   stop(): void
 }
 
@@ -91,6 +96,10 @@ export function startEventLoopLag(options: EventLoopLagOptions = {}): EventLoopL
       if (n === 0) return 0
       const sorted = recent.subarray(0, n).sort()
       return sorted[Math.floor(n / 2)] as number
+    },
+    reset() {
+      count = 0
+      lastTick = now()
     },
     stop() {
       clearTimeout(timer)

@@ -44,18 +44,22 @@ type PendingQuery = PromiseLike<unknown> & { cancel(): unknown; state?: unknown 
  * Runs a postgres.js query with a deadline; on timeout onTimeout is told and a
  * query still waiting for a pooled connection leaves the queue. One a
  * connection took is left to the server's statement_timeout (see the header).
+ * So is one of a transaction, taken or not: postgres.js cancels a waiting
+ * query from the pool's queue only, so one waiting in a transaction's own
+ * queue would stay there, never settled - the transaction never ended, and
+ * its connection was left inside it ("idle in transaction (aborted)").
  */
 function withDeadline<T>(
   query: PendingQuery,
   timeoutMs: number,
-  onTimeout?: (error: DatabaseTimeoutError) => void,
+  inTransaction?: { onTimeout: (error: DatabaseTimeoutError) => void },
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       const error = new DatabaseTimeoutError(timeoutMs)
       reject(error)
-      onTimeout?.(error)
-      if (!query.state) Promise.resolve(query.cancel()).catch(() => {})
+      if (inTransaction) inTransaction.onTimeout(error)
+      else if (!query.state) Promise.resolve(query.cancel()).catch(() => {})
     }, timeoutMs)
     query.then(
       (rows) => {
@@ -84,7 +88,7 @@ function queryable(
       const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
         prepare: true,
       })
-      return withDeadline<T[]>(query, timeoutMs, inTransaction?.onTimeout)
+      return withDeadline<T[]>(query, timeoutMs, inTransaction)
     },
     // Scripts (migrations) may legitimately run long: no deadline, on the
     // server either, for this transaction only.
@@ -140,6 +144,8 @@ function timedTransaction<T>(
         clearTimeout(timer)
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
         const result = await fn(queryable(tx, timeoutMs, { onTimeout: fail }))
+        // The caller was told it failed: it must not commit behind their back.
+        if (answered) throw new DatabaseTimeoutError(timeoutMs)
         deadline()
         return result
       })

@@ -183,8 +183,6 @@ for (const { instances, runs, faults } of DEPLOYMENTS)
       let pg: PrivatePostgres
       let redis: PrivateRedis
       const servers: Server[] = []
-      /** Users whose send answered 503 while Postgres was frozen: the known-bug test below. */
-      const refusedWhileFrozen: string[] = []
 
       beforeAll(async () => {
         ;[pg, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()])
@@ -421,11 +419,14 @@ for (const { instances, runs, faults } of DEPLOYMENTS)
             expect(await stuckTransactions()).toEqual([])
             expect(await repliesInProgress()).toEqual([])
 
-            // A send refused during the fault stored nothing. (While frozen
-            // it does, a known bug: checked by the last test of the describe.)
+            // A send refused during the fault stored nothing: a first send
+            // is one statement in a transaction, rolled back at SIGCONT.
             for (const { refused, userId } of during)
-              if (refused && fault === 'freeze') refusedWhileFrozen.push(userId)
-              else if (refused) expect(await storedMessagesOf(userId)).toEqual([])
+              if (refused)
+                expect({ userId, stored: await storedMessagesOf(userId) }).toEqual({
+                  userId,
+                  stored: [],
+                })
 
             // Logs name the store, never the model.
             for (const server of servers) {
@@ -433,30 +434,5 @@ for (const { instances, runs, faults } of DEPLOYMENTS)
               expect(server.stdout()).not.toContain('model_error')
             }
           }, 150_000)
-
-      /*
-       * KNOWN BUG (issue #29, src/conversation - left for the lead; this test
-       * fails while it lasts, so `test.failing` passes, and it will report
-       * once it is fixed). A new conversation's send is stored in ONE
-       * statement outside a transaction (sql/first-send-repository.ts,
-       * storeFirstSend). Sent to a frozen backend, it passes the database
-       * deadline, the send answers 503 and its log is dropped - but the
-       * statement sits in the backend's socket and runs at SIGCONT
-       * (statement_timeout only counts from when it starts), committing the
-       * conversation and a reply row claimed at accept whose updated_at is
-       * the accept time: already older than a lease, so the next sweep claims
-       * it and recover.ts stores an empty `finished_partial_completion` reply
-       * "interrupted: the server producing it stopped". The user was told 503
-       * and finds a conversation with an empty interrupted reply.
-       */
-      if (faults.includes('freeze'))
-        test.failing('KNOWN BUG: a send refused (503) while Postgres was frozen stored nothing', async () => {
-          expect(refusedWhileFrozen.length).toBeGreaterThan(0)
-          for (const userId of refusedWhileFrozen)
-            expect({ userId, stored: await storedMessagesOf(userId) }).toEqual({
-              userId,
-              stored: [],
-            })
-        })
     },
   )

@@ -53,6 +53,18 @@ describe('event loop lag', () => {
     expect(monitor.recentLagMs()).toBeLessThan(STALL_MS / 2)
   })
 
+  test('reset (the server listens): the stalls of starting no longer count', async () => {
+    monitor = startEventLoopLag()
+    await ticks()
+    const before = performance.now()
+    busy(STALL_MS)
+    await new Promise((resolve) => setTimeout(resolve, 15))
+    expect(monitor.lagSince(before)).toBeGreaterThanOrEqual(SEEN_MS)
+    monitor.reset()
+    expect(monitor.lagSince(before)).toBeLessThan(SEEN_MS)
+    expect(monitor.recentLagMs()).toBe(0)
+  })
+
   test('lag before `since` does not count', async () => {
     monitor = startEventLoopLag()
     await ticks()

@@ -161,7 +161,7 @@ async function dropLog(deps: TurnDeps, messageId: string): Promise<void> {
 
 type Reply = FirstSend['reply']
 
-/** A send creating its conversation: placed at the top of the tree, stored in one statement. */
+/** A send creating its conversation: placed at the top of the tree, stored in one statement of its own transaction. */
 async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[], reply: Reply) {
   const { conversationId, userId } = input
   const first = inputs[0]
@@ -169,13 +169,11 @@ async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[
   const parentId = await placeSend(deps.db, conversationId, { isNew: true }, placement(input))
   chain(inputs, parentId)
   if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
-  return await storeFirstSend(deps.db, {
-    userId,
-    conversationId,
-    title: titleFrom(textOf(first.content)),
-    inputs,
-    reply,
-  })
+  const send = { userId, conversationId, title: titleFrom(textOf(first.content)), inputs, reply }
+  // One statement, but in a transaction: a send refused at its deadline (a
+  // frozen database) is rolled back when the server answers again, never
+  // stored behind the 503 its client got (CONTRACT §19).
+  return await deps.db.transaction((tx) => storeFirstSend(tx, send))
 }
 
 /** A send to an existing conversation: locked, placed in its tree, stored in one transaction. */
