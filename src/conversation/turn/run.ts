@@ -234,13 +234,16 @@ function failedEnding(
     deps.warn('could not read the attached files of a turn', error.cause ?? error)
     return { finish: 'error', error: { code: 'attachment_unavailable', detail: error.detail } }
   }
-  if (error instanceof StateFaultError || isTurnLogFault(error)) {
-    deps.warn('the turn state failed mid-turn; the reply is kept as streamed', error)
-    return { finish: 'error', error: { code: 'state_unavailable', detail: STATE_FAULT_DETAIL } }
-  }
-  if (isDatabaseUnavailable(error)) {
+  // The log's faults reach here wrapped (reply-log.ts); a bare socket error
+  // (ECONNRESET…) is the database's, whose reads the turn makes directly.
+  const stateFault = error instanceof StateFaultError
+  if (!stateFault && isDatabaseUnavailable(error)) {
     deps.warn('the database failed mid-turn; the reply is kept as streamed', error)
     return { finish: 'error', error: { code: 'storage_unavailable', detail: STORAGE_FAULT_DETAIL } }
+  }
+  if (stateFault || isTurnLogFault(error)) {
+    deps.warn('the turn state failed mid-turn; the reply is kept as streamed', error)
+    return { finish: 'error', error: { code: 'state_unavailable', detail: STATE_FAULT_DETAIL } }
   }
   deps.warn('turn failed before the reply finished', error)
   return { finish: 'error', error: { code: 'server_error', detail: SERVER_FAULT_DETAIL } }
