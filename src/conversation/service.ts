@@ -144,7 +144,10 @@ export function createConversationService(options: ConversationServiceOptions) {
   const models = options.models ?? (options.model && singleModelCatalogue(options.model))
   if (!models) throw new Error('createConversationService: models (or a model) are required')
   const instructions = createInstructionsStore({ db, cache: options.cache, warn })
+  /** Aborted when close() stops the turns still running: their endings stop waiting for the database. */
+  const shutdown = new AbortController()
   const deps: TurnDeps = {
+    shutdown: shutdown.signal,
     db,
     cache: options.cache,
     models,
@@ -170,6 +173,7 @@ export function createConversationService(options: ConversationServiceOptions) {
   const reads = { ...deps, listPages: createListPages(), modelSlug: models.defaultModel.slug }
   const runner = createTurnRunner({
     ...deps,
+    stopTurns: shutdown,
     leases: options.leases,
     stops: options.stops,
     leaseMs: options.leaseMs,

@@ -9,6 +9,11 @@
 // cache and state on the one Redis).
 import { afterAll, describe, expect, test } from 'bun:test'
 import { SHUTDOWN_MARGIN_MS } from '../../src/shutdown-plan.ts'
+import {
+  type PrivatePostgres,
+  privatePostgresMissing,
+  startPrivatePostgres,
+} from '../support/private-postgres.ts'
 import { type PrivateRedis, privateRedis, REDIS_SERVER } from '../support/redis-server.ts'
 import {
   appendedChunks,
@@ -28,9 +33,14 @@ const GRACE_MS = 5_000
 const PROCESS_SLACK_MS = 3_000
 
 const redisServers: PrivateRedis[] = []
+const postgresServers: PrivatePostgres[] = []
 afterAll(async () => {
   await killAllServers()
   for (const redis of redisServers) await redis.stop()
+  for (const pg of postgresServers) {
+    pg.thaw()
+    await pg.close()
+  }
 }, 30_000)
 
 const faults = {
@@ -92,3 +102,57 @@ describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () =>
       expect(await exitCode(again.proc)).toBe(0)
     }, 90_000)
 })
+
+// The same with the database frozen instead (CONTRACT §19): a private Postgres
+// process and a private Redis, the turn streaming, Postgres SIGSTOPped, then
+// SIGTERM. The reply cannot be stored while the database is frozen: the
+// stream still ends, the process exits within its bound and its last lines
+// say the turn was left; once Postgres answers again another instance takes
+// the turn over and stores what was checkpointed of what was streamed.
+describe.skipIf(!REDIS_SERVER || privatePostgresMissing !== undefined)(
+  'SIGTERM with the Postgres of a running turn frozen',
+  () => {
+    test('exits within the grace and margin; the stream ends; a takeover stores what streamed', async () => {
+      const pg = await startPrivatePostgres()
+      postgresServers.push(pg)
+      await pg.admin.unsafe('CREATE DATABASE conduit')
+      const redis = privateRedis()
+      redisServers.push(redis)
+      await redis.start()
+      const env = { DATABASE_URL: pg.url('conduit'), REDIS_URL: redis.url, TURN_LEASE_MS: '1000' }
+      const server = await startReadyServer({
+        ...env,
+        SHUTDOWN_GRACE_MS: String(GRACE_MS),
+        LOCAL_MODEL_CHUNK_DELAY_MS: '100',
+      })
+      const userId = `sigterm-pg-${crypto.randomUUID().slice(0, 8)}`
+      const response = await send(server.base, userId, STREAMING_MESSAGE)
+      expect(response.status).toBe(200)
+      const stream = reading(response)
+      await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
+      await pg.freeze()
+      await sleep(500)
+      server.proc.kill('SIGTERM')
+      expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(0)
+
+      const frames = completeFrames(await stream.until(() => false))
+      expect(frames.at(-1)).toBe('data: [DONE]\n\n')
+      const items = dataItems(frames.join(''))
+      expect(items.at(-1)?.type).toBe('message_stream_complete')
+      expect(JSON.stringify(items.findLast((item) => item.o === 'patch'))).toContain(
+        '"finish_details"',
+      )
+      const conversationId = items[1]?.conversation_id as string
+      const streamed = appendedChunks(frames.join('')).join('')
+
+      pg.thaw()
+      const again = await startReadyServer(env)
+      const stored = await storedReply(again.base, userId, conversationId)
+      // Stored as streamed, or (left for a takeover) as much of it as was checkpointed.
+      expect(streamed.startsWith(stored.text)).toBe(true)
+      expect(stored.text.length).toBeGreaterThan(0)
+      again.proc.kill('SIGTERM')
+      expect(await exitCode(again.proc)).toBe(0)
+    }, 120_000)
+  },
+)

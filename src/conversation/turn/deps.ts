@@ -39,6 +39,12 @@ export interface TurnDeps {
   fileReadMs?: number
   /** The tools offered to models that take them (CONTRACT §21); none when absent. */
   tools?: TurnTools
+  /**
+   * Aborted when a shutdown stops the turns still running (runner.ts close):
+   * from then on a turn's ending does not wait for the database - its stream
+   * ends at once, its reply is left for a takeover (finish.ts).
+   */
+  shutdown?: AbortSignal
   /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */
   titleModel?: string
   /** How long a reply's ending waits for a title model still at work (title.ts's TITLE_WAIT_MS when absent). */

@@ -95,13 +95,19 @@ export async function finishTurn(
   // A title model still at work gets its short wait while the reply is stored.
   const namedTitle = ending.title?.(finish)
   try {
-    const saved = await finishReply(deps.db, turn, token, {
-      text: ending.text,
-      finish,
-      ...(ending.steps?.records.length ? { steps: ending.steps } : {}),
-    })
-    if (!saved) return 'lost'
-    storedTitle = saved.title
+    const saved = await beforeShutdown(
+      finishReply(deps.db, turn, token, {
+        text: ending.text,
+        finish,
+        ...(ending.steps?.records.length ? { steps: ending.steps } : {}),
+      }),
+      deps.shutdown,
+    )
+    if (saved === LEFT_AT_SHUTDOWN) {
+      deps.warn('shutdown: the reply is left for a takeover; its stream ends now', undefined)
+      outcome = 'deferred'
+    } else if (!saved) return 'lost'
+    else storedTitle = saved.title
   } catch (cause) {
     if (isDatabaseUnavailable(cause)) {
       deps.warn('database unavailable; the reply is kept and stored when it answers', cause)
@@ -134,12 +140,49 @@ export async function finishTurn(
     ...ending.stats,
   })
   if (!ending.hasLog) return outcome
-  const title = namedTitle
-    ? await namedTitle
-    : storedEndingTitle(turn, storedTitle, ending.titleStreamed === true)
+  // With the database gone (or the process stopping) the stream ends without more waiting.
+  const title =
+    outcome === 'deferred'
+      ? undefined
+      : namedTitle
+        ? await namedTitle
+        : storedEndingTitle(turn, storedTitle, ending.titleStreamed === true)
   const leadFrames = ending.steps?.leadFrames ?? []
   await endStreamOnce(deps, turn, token, { finish, error, title, leadFrames }, ending.restoreLog)
   return outcome
+}
+
+const LEFT_AT_SHUTDOWN = Symbol('left at shutdown')
+/**
+ * How long a reply's store may still take once the shutdown stops the turns:
+ * a healthy database answers well within it; past it the stream ends anyway
+ * (STOP_TURNS_MS gives the turns a second in all).
+ */
+const STORE_AT_SHUTDOWN_MS = 300
+
+/**
+ * `work`, unless the shutdown stops the turns and it has not settled
+ * STORE_AT_SHUTDOWN_MS later: then LEFT_AT_SHUTDOWN. The statement may still
+ * land (under this runner's token, as the reply streamed); if not, a
+ * takeover stores it from the log.
+ */
+function beforeShutdown<T>(
+  work: Promise<T>,
+  shutdown: AbortSignal | undefined,
+): Promise<T | typeof LEFT_AT_SHUTDOWN> {
+  if (!shutdown) return work
+  return new Promise((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const giveUp = () => {
+      timer = setTimeout(() => resolve(LEFT_AT_SHUTDOWN), STORE_AT_SHUTDOWN_MS)
+    }
+    if (shutdown.aborted) giveUp()
+    else shutdown.addEventListener('abort', giveUp, { once: true })
+    work.then(resolve, reject).finally(() => {
+      clearTimeout(timer)
+      shutdown.removeEventListener('abort', giveUp)
+    })
+  })
 }
 
 /** Ends the stream; after a store fault, once more on the restored log. Never throws. */

@@ -33,6 +33,8 @@ export interface RunnerDeps extends TurnDeps {
   stops: StopChannel
   /** Lease lifetime; renewed every third of it. A dead runner's turns are taken over after it. */
   leaseMs: number
+  /** Aborted by close() as it stops the turns left (the signal is TurnDeps.shutdown). */
+  stopTurns?: AbortController
 }
 
 interface Drive {
@@ -313,6 +315,7 @@ export function createTurnRunner(deps: RunnerDeps) {
       const within = (ms: number) =>
         new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
       await Promise.race([whenIdle(), within(graceMs)])
+      deps.stopTurns?.abort()
       for (const drive of drives.values()) abortTurn(drive, 'shutdown')
       await Promise.race([whenIdle(), within(stopMs)])
       clearInterval(renewals)
