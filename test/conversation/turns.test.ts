@@ -80,12 +80,15 @@ describeEachBackend({}, (t, backend) => {
     const accepting = new Promise<void>((resolve) => {
       entered = resolve
     })
-    // A send to an existing conversation accepts in a transaction: this one waits at its start.
+    // Every send accepts in a transaction: once armed (after the first send), one waits at its start.
+    let armed = false
     const slow = {
       ...db,
       transaction: (async (fn) => {
-        entered()
-        await gate
+        if (armed) {
+          entered()
+          await gate
+        }
         return await db.transaction(fn)
       }) as typeof db.transaction,
     }
@@ -94,6 +97,7 @@ describeEachBackend({}, (t, backend) => {
     const first = await sendAndRead(app.app, { user_id: user, messages: [textMessage('a')] })
     const cid = conversationIdOf(first.frames)
     await app.conversations.whenIdle()
+    armed = true
     const sending = sendAndRead(app.app, {
       user_id: user,
       conversation_id: cid,

@@ -14,6 +14,11 @@ import {
   privatePostgresMissing,
   startPrivatePostgres,
 } from '../support/private-postgres.ts'
+import {
+  REDIS_DEPLOYMENTS_MISSING,
+  startCluster,
+  startSentinels,
+} from '../support/redis-deployments.ts'
 import { type PrivateRedis, privateRedis, REDIS_SERVER } from '../support/redis-server.ts'
 import {
   appendedChunks,
@@ -154,5 +159,62 @@ describe.skipIf(!REDIS_SERVER || privatePostgresMissing !== undefined)(
       again.proc.kill('SIGTERM')
       expect(await exitCode(again.proc)).toBe(0)
     }, 120_000)
+  },
+)
+
+// And on the deployments besides one server (CONTRACT §18): a Cluster whose
+// every node is killed, and a primary, its replica and its Sentinels all
+// killed, mid-turn, then SIGTERM; the turn is stored by a later instance on
+// the same data directory (its state in process).
+describe.skipIf(REDIS_DEPLOYMENTS_MISSING !== undefined)(
+  'SIGTERM with every Redis node of a running turn killed',
+  () => {
+    const deployments = {
+      'a Cluster': async () => {
+        const cluster = await startCluster(3, 0)
+        return { env: { REDIS_CLUSTER_NODES: cluster.spec }, killAll: () => cluster.stop() }
+      },
+      Sentinel: async () => {
+        const sentinels = await startSentinels('shutdown')
+        return {
+          env: { REDIS_SENTINELS: sentinels.spec, REDIS_SENTINEL_NAME: sentinels.name },
+          killAll: () => sentinels.stop(),
+        }
+      },
+    }
+    for (const [name, start] of Object.entries(deployments))
+      test(`${name}: exits within the grace and margin; the stream ends; a later instance stores what streamed`, async () => {
+        const deployment = await start()
+        const server = await startReadyServer({
+          ...deployment.env,
+          SHUTDOWN_GRACE_MS: String(GRACE_MS),
+          LOCAL_MODEL_CHUNK_DELAY_MS: '100',
+        })
+        const userId = `sigterm-all-${crypto.randomUUID().slice(0, 8)}`
+        const response = await send(server.base, userId, STREAMING_MESSAGE)
+        expect(response.status).toBe(200)
+        const stream = reading(response)
+        await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
+        await deployment.killAll()
+        await sleep(500)
+        server.proc.kill('SIGTERM')
+        expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(
+          0,
+        )
+
+        const frames = completeFrames(await stream.until(() => false))
+        expect(frames.at(-1)).toBe('data: [DONE]\n\n')
+        const items = dataItems(frames.join(''))
+        expect(items.at(-1)?.type).toBe('message_stream_complete')
+        const conversationId = items[1]?.conversation_id as string
+        const streamed = appendedChunks(frames.join('')).join('')
+
+        const again = await startReadyServer({ DATA_DIR: server.dataDir })
+        const stored = await storedReply(again.base, userId, conversationId)
+        expect(streamed.startsWith(stored.text)).toBe(true)
+        expect(stored.text.length).toBeGreaterThan(0)
+        again.proc.kill('SIGTERM')
+        expect(await exitCode(again.proc)).toBe(0)
+      }, 120_000)
   },
 )
