@@ -105,6 +105,8 @@ export class ReplyItems {
 
   /** Frames for a piece of the reply's text: thoughts closed, the reply added again if needed. */
   text(chunk: string): string[] {
+    // The common case, a reply with no steps: one frame, nothing else built.
+    if (this.replyIsCurrent && !this.openThoughts) return [appendFrame(chunk)]
     return [...this.toReply(), appendFrame(chunk)]
   }
 
