@@ -50,7 +50,11 @@ import {
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
-import { createStoreFailurePolicy, type StoreFailurePolicy } from './storage/store-failure.ts'
+import {
+  createStoreFailurePolicy,
+  type LagSource,
+  type StoreFailurePolicy,
+} from './storage/store-failure.ts'
 import { documentSearchSource, searchInOrder } from './tools/document-search.ts'
 import { mcpTransport } from './tools/mcp-servers.ts'
 import { McpSource } from './tools/mcp-source.ts'
@@ -65,9 +69,16 @@ export interface Dependencies extends AppDeps {
 }
 
 /** The database of DATABASE_URL: real Postgres, in-memory PGlite, or PGlite in DATA_DIR (locked). */
-export async function openDb(config: Config, onClose: (fn: () => Promise<void> | void) => void) {
+export async function openDb(
+  config: Config,
+  onClose: (fn: () => Promise<void> | void) => void,
+  lag?: LagSource,
+) {
   if (config.databaseUrl?.startsWith('postgres'))
-    return createPostgresDb(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs })
+    return createPostgresDb(config.databaseUrl, {
+      timeoutMs: config.databaseTimeoutMs,
+      ...(lag ? { lag } : {}),
+    })
   if (config.databaseUrl?.startsWith('memory:')) return createPgliteDb()
   const dir = resolve(config.dataDir)
   const release = lockDataDir(dir)
@@ -358,7 +369,7 @@ export async function openDependencies(
       ? createBreakerLink()
       : undefined
     if (NEEDS_DB.has(config.variant)) {
-      const opened = await openDb(config, onClose)
+      const opened = await openDb(config, onClose, lag)
       onClose(() => opened.close())
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }

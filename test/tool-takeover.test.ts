@@ -9,10 +9,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { Db } from '../src/storage/db.ts'
-import { migrate } from '../src/storage/migrate.ts'
-import { createPostgresDb } from '../src/storage/postgres.ts'
-import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from './support/backends.ts'
+import {
+  schemaForServers,
+  TEST_DATABASE_URL,
+  TEST_REDIS_URL,
+  uniqueName,
+} from './support/backends.ts'
 import { type FakeOpenAi, startFakeOpenAi } from './support/fake-openai.ts'
 import { type HttpTestServer, startHttpTestServer } from './support/mcp-servers.ts'
 import {
@@ -28,30 +30,21 @@ import { completeFrames } from './support/sse-frames.ts'
 const skip = !TEST_DATABASE_URL || !TEST_REDIS_URL
 
 describe.skipIf(skip)('a tool turn taken over after its owner died', () => {
-  let admin: Db
-  let db: Db
-  let schema: string
+  let schema: Awaited<ReturnType<typeof schemaForServers>>
   let fake: FakeOpenAi
   let mcp: HttpTestServer
   let env: Record<string, string>
   let live: Server
 
   beforeAll(async () => {
-    const url = TEST_DATABASE_URL as string
-    schema = uniqueName('tools')
-    admin = createPostgresDb(url, { max: 1 })
-    await admin.exec(`CREATE SCHEMA ${schema}`)
-    db = createPostgresDb(url, { schema, max: 2 })
-    await migrate(db)
+    schema = await schemaForServers(TEST_DATABASE_URL as string, 'tools')
     // Slow words: the answer after the call streams for a while.
     ;[fake, mcp] = await Promise.all([
       startFakeOpenAi('slow', { chunkDelayMs: 400 }),
       startHttpTestServer('counter'),
     ])
-    const databaseUrl = new URL(url)
-    databaseUrl.searchParams.set('search_path', `${schema},public`)
     env = {
-      DATABASE_URL: databaseUrl.toString(),
+      DATABASE_URL: schema.databaseUrl,
       REDIS_URL: TEST_REDIS_URL as string,
       TURN_LEASE_MS: '1000',
       MODELS: JSON.stringify([
@@ -71,9 +64,7 @@ describe.skipIf(skip)('a tool turn taken over after its owner died', () => {
   afterAll(async () => {
     await killAllServers()
     await Promise.all([fake?.stop(), mcp?.stop()])
-    await db?.close()
-    await admin?.exec(`DROP SCHEMA ${schema} CASCADE`)
-    await admin?.close()
+    await schema?.drop()
   })
 
   /** How often the MCP server ran `tally`, asked of it directly. */

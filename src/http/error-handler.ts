@@ -83,16 +83,17 @@ function domainErrorOf(code: ErrorCode, error: unknown, path: string, log: Error
     case 'NOT_FOUND':
       return notFound(`No route matches ${path}.`)
     default:
-      if (isDatabaseUnavailable(error))
-        return unavailable('The database is unavailable; try again shortly.')
-      if (isStateUnavailable(error))
-        return unavailable('The turn state store is unavailable; try again shortly.')
-      // A deadline passed while this process lagged: it is busy, the store may be fine (CONTRACT §19).
+      // A deadline passed while this process lagged, or the database pool had no
+      // connection free while the database answered: busy, not down (CONTRACT §19).
       if (error instanceof StoreOverloadedError)
         return overloaded(
           'The server is too busy to take this request now; try again shortly.',
           OVERLOADED_RETRY_AFTER_SECONDS,
         )
+      if (isDatabaseUnavailable(error))
+        return unavailable('The database is unavailable; try again shortly.')
+      if (isStateUnavailable(error))
+        return unavailable('The turn state store is unavailable; try again shortly.')
       log.error({ path, code, error: safeErrorMessage(error) }, 'unhandled error')
       return error
   }

@@ -1,6 +1,8 @@
 // The Db port: parameterized SQL ($1, $2, …) and transactions. Adapters run the
 // same SQL text: postgres.ts (postgres.js) and pglite.ts (embedded PGlite).
 
+import { StoreOverloadedError } from './store-failure.ts'
+
 export type Row = Record<string, unknown>
 
 /** Something SQL can be sent to: the pool itself, or an open transaction. */
@@ -89,6 +91,8 @@ const QUERY_CANCELED = '57014'
  * process and may land on the statement that runs after it).
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  // A pool too busy to take the statement in time: not answered now, as for the callers here.
+  if (error instanceof StoreOverloadedError) return error.store === 'database'
   const code = sqlState(error)
   if (code === undefined) return false
   return (

@@ -19,6 +19,7 @@
 // such a connection to the pool once it opens.
 import postgres from 'postgres'
 import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
+import { LAG_SHARE, type LagSource, NO_LAG, StoreOverloadedError } from './store-failure.ts'
 
 export interface PostgresOptions {
   /** Pool size. */
@@ -27,6 +28,11 @@ export interface PostgresOptions {
   schema?: string
   /** Longest a connect or a statement may take (default 2 s). */
   timeoutMs?: number
+  /**
+   * This process's event-loop lag: a deadline passed while the loop itself
+   * ran late is no evidence about the database (store-failure.ts's rule).
+   */
+  lag?: LagSource
 }
 
 type Sql = postgres.Sql | postgres.TransactionSql
@@ -52,18 +58,25 @@ type PendingQuery = PromiseLike<unknown> & { cancel(): unknown; state?: unknown 
 function withDeadline<T>(
   query: PendingQuery,
   timeoutMs: number,
-  inTransaction?: { onTimeout: (error: DatabaseTimeoutError) => void },
+  pool: PoolHealth,
+  inTransaction?: { onTimeout: (error: Error) => void },
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    const since = performance.now()
     const timer = setTimeout(() => {
-      const error = new DatabaseTimeoutError(timeoutMs)
+      const error = pool.verdict(new DatabaseTimeoutError(timeoutMs), since, !query.state)
+      if (inTransaction) {
+        reject(error)
+        inTransaction.onTimeout(error)
+        return
+      }
+      if (!query.state) Promise.resolve(query.cancel()).catch(() => {})
       reject(error)
-      if (inTransaction) inTransaction.onTimeout(error)
-      else if (!query.state) Promise.resolve(query.cancel()).catch(() => {})
     }, timeoutMs)
     query.then(
       (rows) => {
         clearTimeout(timer)
+        pool.answered()
         resolve(rows as unknown as T)
       },
       (error: unknown) => {
@@ -75,10 +88,47 @@ function withDeadline<T>(
   })
 }
 
+/**
+ * What a statement that passed its deadline says about the database
+ * (CONTRACT §19, "overload is not an outage", store-failure.ts's rule):
+ * nothing, when this process's event loop ran late for LAG_SHARE of the
+ * window (a starved process hears a healthy server late), nor when it found
+ * no free pooled connection while some statement of the pool was answered
+ * within the last deadline (more work than connections). Either is
+ * overload: a StoreOverloadedError (503 `overloaded`). Otherwise the server
+ * did not answer: a DatabaseTimeoutError, an outage.
+ */
+interface PoolHealth {
+  answered(): void
+  verdict(timeout: DatabaseTimeoutError, since: number, waitedForConnection: boolean): Error
+}
+
+function poolHealth(timeoutMs: number, lag: LagSource): PoolHealth {
+  let lastAnswer = Number.NEGATIVE_INFINITY
+  return {
+    answered() {
+      lastAnswer = performance.now()
+    },
+    verdict(timeout, since, waitedForConnection) {
+      const now = performance.now()
+      if (lag.lagSince(since) >= LAG_SHARE * (now - since))
+        return new StoreOverloadedError('database', timeout)
+      if (waitedForConnection && now - lastAnswer < timeoutMs)
+        return new StoreOverloadedError(
+          'database',
+          timeout,
+          'every pooled database connection was busy past the deadline',
+        )
+      return timeout
+    },
+  }
+}
+
 function queryable(
   sql: Sql,
   timeoutMs: number,
-  inTransaction?: { onTimeout: (error: DatabaseTimeoutError) => void },
+  pool: PoolHealth,
+  inTransaction?: { onTimeout: (error: Error) => void },
 ): Queryable {
   return {
     query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
@@ -88,7 +138,7 @@ function queryable(
       const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
         prepare: true,
       })
-      return withDeadline<T[]>(query, timeoutMs, inTransaction)
+      return withDeadline<T[]>(query, timeoutMs, pool, inTransaction)
     },
     // Scripts (migrations) may legitimately run long: no deadline, on the
     // server either, for this transaction only.
@@ -122,6 +172,7 @@ export const POSTGRES_POOL_SIZE = 10
 function timedTransaction<T>(
   sql: postgres.Sql,
   timeoutMs: number,
+  pool: PoolHealth,
   fn: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -134,16 +185,23 @@ function timedTransaction<T>(
       // A statement the server ended at the deadline fails the transaction as the timer would.
       reject(isStatementTimeout(error) ? new DatabaseTimeoutError(timeoutMs) : error)
     }
+    let begun = false
     const deadline = () => {
       clearTimeout(timer)
-      timer = setTimeout(() => fail(new DatabaseTimeoutError(timeoutMs)), timeoutMs)
+      const since = performance.now()
+      timer = setTimeout(
+        () => fail(pool.verdict(new DatabaseTimeoutError(timeoutMs), since, !begun)),
+        timeoutMs,
+      )
     }
     deadline()
     sql
       .begin(async (tx) => {
         clearTimeout(timer)
+        begun = true
+        pool.answered()
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
-        const result = await fn(queryable(tx, timeoutMs, { onTimeout: fail }))
+        const result = await fn(queryable(tx, timeoutMs, pool, { onTimeout: fail }))
         // The caller was told it failed: it must not commit behind their back.
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
         deadline()
@@ -174,7 +232,8 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
       statement_timeout: timeoutMs,
     },
   })
-  const base = queryable(sql, timeoutMs)
+  const pool = poolHealth(timeoutMs, options.lag ?? NO_LAG)
+  const base = queryable(sql, timeoutMs, pool)
   return {
     kind: 'postgres',
     query: base.query,
@@ -190,9 +249,10 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
         reserved.release()
       }
     },
-    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => timedTransaction(sql, timeoutMs, fn),
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
+      timedTransaction(sql, timeoutMs, pool, fn),
     async ping() {
-      await withDeadline(sql`select 1`, timeoutMs)
+      await withDeadline(sql`select 1`, timeoutMs, pool)
     },
     async close() {
       await sql.end({ timeout: 5 })

@@ -19,7 +19,7 @@
 // keep its own time, and then even the probe's deadline is no evidence.
 
 /** What a store holds, named in errors and logs. */
-export type StoreName = 'cache' | 'state'
+export type StoreName = 'cache' | 'state' | 'database'
 
 /** The store is not used right now: its breaker is open, or it missed a deadline. */
 export class StoreUnavailableError extends Error {
@@ -56,8 +56,9 @@ export class StoreOverloadedError extends Error {
   constructor(
     readonly store: StoreName,
     cause?: unknown,
+    message = `this process was too busy to hear the ${store} store in time`,
   ) {
-    super(`this process was too busy to hear the ${store} store in time`, { cause })
+    super(message, { cause })
     this.name = 'StoreOverloadedError'
   }
 }

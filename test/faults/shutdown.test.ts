@@ -108,6 +108,56 @@ describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () =>
     }, 90_000)
 })
 
+/**
+ * A server with `env` streams a turn; `fault` strikes 10 items in; SIGTERM
+ * half a second later. Checks the exit within its bound and the stream's
+ * last items; resolves with what was streamed and where to look for it.
+ */
+async function sigtermAfter(
+  env: Record<string, string>,
+  fault: () => Promise<unknown>,
+): Promise<{ userId: string; conversationId: string; streamed: string; dataDir: string }> {
+  const server = await startReadyServer({
+    ...env,
+    SHUTDOWN_GRACE_MS: String(GRACE_MS),
+    LOCAL_MODEL_CHUNK_DELAY_MS: '100',
+  })
+  const userId = `sigterm-${crypto.randomUUID().slice(0, 8)}`
+  const response = await send(server.base, userId, STREAMING_MESSAGE)
+  expect(response.status).toBe(200)
+  const stream = reading(response)
+  await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
+  await fault()
+  await sleep(500)
+  server.proc.kill('SIGTERM')
+  expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(0)
+
+  const frames = completeFrames(await stream.until(() => false))
+  expect(frames.at(-1)).toBe('data: [DONE]\n\n')
+  const items = dataItems(frames.join(''))
+  expect(items.at(-1)?.type).toBe('message_stream_complete')
+  expect(JSON.stringify(items.findLast((item) => item.o === 'patch'))).toContain('"finish_details"')
+  return {
+    userId,
+    conversationId: items[1]?.conversation_id as string,
+    streamed: appendedChunks(frames.join('')).join(''),
+    dataDir: server.dataDir,
+  }
+}
+
+/** A later instance of `env` stores the turn: as streamed, or (left for a takeover) what was checkpointed of it. */
+async function storedByLaterInstance(
+  env: Record<string, string>,
+  turn: { userId: string; conversationId: string; streamed: string },
+): Promise<void> {
+  const again = await startReadyServer(env)
+  const stored = await storedReply(again.base, turn.userId, turn.conversationId)
+  expect(turn.streamed.startsWith(stored.text)).toBe(true)
+  expect(stored.text.length).toBeGreaterThan(0)
+  again.proc.kill('SIGTERM')
+  expect(await exitCode(again.proc)).toBe(0)
+}
+
 // The same with the database frozen instead (CONTRACT §19): a private Postgres
 // process and a private Redis, the turn streaming, Postgres SIGSTOPped, then
 // SIGTERM. The reply cannot be stored while the database is frozen: the
@@ -125,39 +175,9 @@ describe.skipIf(!REDIS_SERVER || privatePostgresMissing !== undefined)(
       redisServers.push(redis)
       await redis.start()
       const env = { DATABASE_URL: pg.url('conduit'), REDIS_URL: redis.url, TURN_LEASE_MS: '1000' }
-      const server = await startReadyServer({
-        ...env,
-        SHUTDOWN_GRACE_MS: String(GRACE_MS),
-        LOCAL_MODEL_CHUNK_DELAY_MS: '100',
-      })
-      const userId = `sigterm-pg-${crypto.randomUUID().slice(0, 8)}`
-      const response = await send(server.base, userId, STREAMING_MESSAGE)
-      expect(response.status).toBe(200)
-      const stream = reading(response)
-      await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
-      await pg.freeze()
-      await sleep(500)
-      server.proc.kill('SIGTERM')
-      expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(0)
-
-      const frames = completeFrames(await stream.until(() => false))
-      expect(frames.at(-1)).toBe('data: [DONE]\n\n')
-      const items = dataItems(frames.join(''))
-      expect(items.at(-1)?.type).toBe('message_stream_complete')
-      expect(JSON.stringify(items.findLast((item) => item.o === 'patch'))).toContain(
-        '"finish_details"',
-      )
-      const conversationId = items[1]?.conversation_id as string
-      const streamed = appendedChunks(frames.join('')).join('')
-
+      const turn = await sigtermAfter(env, () => pg.freeze())
       pg.thaw()
-      const again = await startReadyServer(env)
-      const stored = await storedReply(again.base, userId, conversationId)
-      // Stored as streamed, or (left for a takeover) as much of it as was checkpointed.
-      expect(streamed.startsWith(stored.text)).toBe(true)
-      expect(stored.text.length).toBeGreaterThan(0)
-      again.proc.kill('SIGTERM')
-      expect(await exitCode(again.proc)).toBe(0)
+      await storedByLaterInstance(env, turn)
     }, 120_000)
   },
 )
@@ -185,36 +205,8 @@ describe.skipIf(REDIS_DEPLOYMENTS_MISSING !== undefined)(
     for (const [name, start] of Object.entries(deployments))
       test(`${name}: exits within the grace and margin; the stream ends; a later instance stores what streamed`, async () => {
         const deployment = await start()
-        const server = await startReadyServer({
-          ...deployment.env,
-          SHUTDOWN_GRACE_MS: String(GRACE_MS),
-          LOCAL_MODEL_CHUNK_DELAY_MS: '100',
-        })
-        const userId = `sigterm-all-${crypto.randomUUID().slice(0, 8)}`
-        const response = await send(server.base, userId, STREAMING_MESSAGE)
-        expect(response.status).toBe(200)
-        const stream = reading(response)
-        await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
-        await deployment.killAll()
-        await sleep(500)
-        server.proc.kill('SIGTERM')
-        expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(
-          0,
-        )
-
-        const frames = completeFrames(await stream.until(() => false))
-        expect(frames.at(-1)).toBe('data: [DONE]\n\n')
-        const items = dataItems(frames.join(''))
-        expect(items.at(-1)?.type).toBe('message_stream_complete')
-        const conversationId = items[1]?.conversation_id as string
-        const streamed = appendedChunks(frames.join('')).join('')
-
-        const again = await startReadyServer({ DATA_DIR: server.dataDir })
-        const stored = await storedReply(again.base, userId, conversationId)
-        expect(streamed.startsWith(stored.text)).toBe(true)
-        expect(stored.text.length).toBeGreaterThan(0)
-        again.proc.kill('SIGTERM')
-        expect(await exitCode(again.proc)).toBe(0)
+        const turn = await sigtermAfter(deployment.env, deployment.killAll)
+        await storedByLaterInstance({ DATA_DIR: turn.dataDir }, turn)
       }, 120_000)
   },
 )

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { allInOrder, DatabaseTimeoutError, type Db, type Queryable } from '../../src/storage/db.ts'
 import { createPostgresDb, IDLE_IN_TRANSACTION_TIMEOUT_MS } from '../../src/storage/postgres.ts'
+import { StoreOverloadedError } from '../../src/storage/store-failure.ts'
 import { TEST_DATABASE_URL } from '../support/backends.ts'
 
 const TIMEOUT_MS = 30
@@ -75,9 +76,16 @@ if (TEST_DATABASE_URL) {
               ),
           ),
         )
-        // Each caller is told of the deadline, whether the client's timer or the server's statement_timeout ended it first.
+        // Each caller is told of the deadline, whether the client's timer or the server's
+        // statement_timeout ended it first - as a busy pool's when it waited for a connection.
         expect(
-          outcomes.filter((outcome) => !(outcome instanceof DatabaseTimeoutError)).map(String),
+          outcomes
+            .filter(
+              (outcome) =>
+                !(outcome instanceof DatabaseTimeoutError) &&
+                !(outcome instanceof StoreOverloadedError && outcome.store === 'database'),
+            )
+            .map(String),
         ).toEqual([])
         expect(await servedAgain(db)).toEqual([{ n: 1 }])
         for (let tries = 0; tries < 50; tries++) {

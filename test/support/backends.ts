@@ -48,6 +48,30 @@ export async function openPostgresSchema(url: string, migrations?: Migration[]):
   return db
 }
 
+/**
+ * A fresh, migrated Postgres schema for server processes: the DATABASE_URL
+ * that puts them in it, a client of it for the test's own look, and drop()
+ * (closes the client, drops the schema).
+ */
+export async function schemaForServers(url: string, prefix: string) {
+  const schema = uniqueName(prefix)
+  const admin = createPostgresDb(url, { max: 1 })
+  await admin.exec(`CREATE SCHEMA ${schema}`)
+  const db = createPostgresDb(url, { schema, max: 2 })
+  await migrate(db)
+  const databaseUrl = new URL(url)
+  databaseUrl.searchParams.set('search_path', `${schema},public`)
+  return {
+    db,
+    databaseUrl: databaseUrl.toString(),
+    async drop() {
+      await db.close()
+      await admin.exec(`DROP SCHEMA ${schema} CASCADE`)
+      await admin.close()
+    },
+  }
+}
+
 /** A fresh in-memory PGlite, migrated (with `migrations` when given: only those). */
 export async function openPglite(migrations?: Migration[]): Promise<Db> {
   const db = await createPgliteDb()
