@@ -42,7 +42,9 @@ export function reporting<A extends unknown[], R>(
   return async (...args) => {
     const startedAt = breaker.now()
     try {
-      return await call(...args)
+      const result = await call(...args)
+      breaker.answered()
+      return result
     } catch (error) {
       throw report(breaker, error, startedAt)
     }

@@ -105,6 +105,8 @@ export interface StoreBreaker {
   run<T>(command: () => Promise<T>, timeoutMs?: number): Promise<T>
   /** The clock `failed` takes a call's start on. */
   now(): number
+  /** A call made outside run() was answered (the state's ports, state-gate.ts). */
+  answered(): void
   /**
    * A call that started at `startedAt` (on now()) failed as an outage would,
    * seen outside run() (the state's ports, state-gate.ts): opens the breaker
@@ -164,7 +166,9 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
       if (open || closed) throw new StoreUnavailableError(store)
       const startedAt = failurePolicy.now()
       try {
-        return await withDeadline(command, ms, store)
+        const result = await withDeadline(command, ms, store)
+        failurePolicy.answered(store)
+        return result
       } catch (error) {
         if (isRefusal(error)) throw error
         const thrown = breaker.failed(error, startedAt)
@@ -175,8 +179,9 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
       }
     },
     now: failurePolicy.now,
+    answered: () => failurePolicy.answered(store),
     failed(error, startedAt) {
-      if (failurePolicy.judge(error, startedAt) === 'overload')
+      if (failurePolicy.judge(error, startedAt, store) === 'overload')
         return new StoreOverloadedError(store, error)
       trip(error)
       return error

@@ -6,7 +6,9 @@
 // - A connection error (refused, reset, closed, a failover) is evidence about
 //   the store: an outage.
 // - A deadline that passed is evidence only when this process was itself
-//   keeping time meanwhile. A saturated event loop (or a CPU hog starving it)
+//   keeping time meanwhile, and the store answered nothing else since the
+//   call began (a store that answers others is up, only slow: a starved
+//   machine, a queue of work). A saturated event loop (or a CPU hog starving it)
 //   runs the deadline's timer before the reply that arrived long ago, so a
 //   healthy store "misses" it. The event loop's lag is measured (LagSource,
 //   observability/event-loop-lag.ts); when the lag accumulated over the
@@ -81,13 +83,17 @@ export function isMissedDeadline(error: unknown): boolean {
 export interface StoreFailurePolicy {
   /** The clock calls are timed on (performance.now()). */
   now(): number
+  /** `store` answered a call just now (evidence that it is up). */
+  answered(store: StoreName): void
   /**
-   * What a failed call that started at `startedAt` (on now()) says, once the
-   * caller has decided it is not the store refusing the command: `overload`
-   * when it is a missed deadline and the loop lagged for LAG_SHARE of the
-   * window since, else `outage`.
+   * What a failed call to `store` that started at `startedAt` (on now())
+   * says, once the caller has decided it is not the store refusing the
+   * command: `overload` when it is a missed deadline and either the loop
+   * lagged for LAG_SHARE of the window since, or the store answered another
+   * call since this one started (it is up, only slow: a starved machine, a
+   * queue of work); else `outage`.
    */
-  judge(error: unknown, startedAt: number): 'outage' | 'overload'
+  judge(error: unknown, startedAt: number, store?: StoreName): 'outage' | 'overload'
 }
 
 export interface StoreFailurePolicyOptions {
@@ -103,10 +109,16 @@ export function createStoreFailurePolicy(
   const lag = options.lag ?? NO_LAG
   const now = options.now ?? (() => performance.now())
   const share = options.lagShare ?? LAG_SHARE
+  const lastAnswer = new Map<StoreName, number>()
   return {
     now,
-    judge(error, startedAt) {
+    answered(store) {
+      lastAnswer.set(store, now())
+    },
+    judge(error, startedAt, store) {
       if (!isMissedDeadline(error)) return 'outage'
+      const answeredSince = store !== undefined && (lastAnswer.get(store) ?? -Infinity) > startedAt
+      if (answeredSince) return 'overload'
       const window = now() - startedAt
       return window > 0 && lag.lagSince(startedAt) >= share * window ? 'overload' : 'outage'
     },

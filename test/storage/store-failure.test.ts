@@ -62,6 +62,22 @@ describe('store failure policy', () => {
     expect(policy.judge(new StoreDeadlineError('cache', 2_000), startedAt)).toBe('overload')
   })
 
+  test('a deadline missed while the store answered other calls is overload; answers before the call, or another store’s, are not', () => {
+    const { clock, policy } = scene(0)
+    policy.answered('state')
+    const startedAt = ++clock.now
+    clock.now += 2_000
+    // The last answer came before this call began: nothing says the store is up.
+    expect(policy.judge(timedOut(), startedAt, 'state')).toBe('outage')
+    policy.answered('cache')
+    expect(policy.judge(timedOut(), startedAt, 'state')).toBe('outage')
+    // The store answered another call meanwhile: up, only slow (a starved machine, a queue).
+    policy.answered('state')
+    expect(policy.judge(timedOut(), startedAt, 'state')).toBe('overload')
+    // A connection error stays an outage.
+    expect(policy.judge(closed(), startedAt, 'state')).toBe('outage')
+  })
+
   test('the share is of the window: the same lag is overload for a short one, not a long one', () => {
     const { clock, policy } = scene(300)
     const startedAt = clock.now
