@@ -7,16 +7,31 @@
 import type { ModelEvent, ModelProvider, ModelRequest } from './provider.ts'
 import { StorableStream, storableText } from './storable-output.ts'
 
-async function* textEvents(chunks: AsyncIterable<string>): AsyncGenerator<ModelEvent> {
-  for await (const text of chunks) yield { type: 'text', text }
-}
-
 /** The reply's events, in order, storable; no text or reasoning event is empty. */
-export async function* modelEvents(
+export function modelEvents(
   provider: ModelProvider,
   request: ModelRequest,
 ): AsyncGenerator<ModelEvent> {
-  const events = provider.events?.(request) ?? textEvents(provider.stream(request))
+  return provider.events
+    ? typedEvents(provider.events(request))
+    : textEvents(provider.stream(request))
+}
+
+/**
+ * A text-only model's chunks as text events, read directly (no generator in
+ * between: a reply streams one of these per chunk).
+ */
+async function* textEvents(chunks: AsyncIterable<string>): AsyncGenerator<ModelEvent> {
+  const text = new StorableStream()
+  for await (const chunk of chunks) {
+    const storable = text.push(chunk)
+    if (storable !== '') yield { type: 'text', text: storable }
+  }
+  const left = text.end()
+  if (left !== '') yield { type: 'text', text: left }
+}
+
+async function* typedEvents(events: AsyncIterable<ModelEvent>): AsyncGenerator<ModelEvent> {
   const text = new StorableStream()
   const reasoning = new StorableStream()
   for await (const event of events) {

@@ -52,13 +52,24 @@ async function offeredTools(
   }
 }
 
-export async function* replyEvents(rounds: ReplyRounds): AsyncGenerator<ReplyEvent> {
-  const { model, signal } = rounds
+/**
+ * The reply's events. Without tools, the model's own (one round, read
+ * directly: a reply streams one event per chunk, and a generator in between
+ * costs each of them).
+ */
+export function replyEvents(rounds: ReplyRounds): AsyncIterable<ReplyEvent> {
+  const { model } = rounds
   const tools = model.tools && rounds.tools ? rounds.tools : undefined
-  const offered = tools ? await offeredTools(tools, rounds.warn) : []
+  if (!tools) return modelEvents(model.provider, { ...rounds.request, signal: rounds.signal })
+  return toolRounds(rounds, tools)
+}
+
+async function* toolRounds(rounds: ReplyRounds, tools: TurnTools): AsyncGenerator<ReplyEvent> {
+  const { model, signal } = rounds
+  const offered = await offeredTools(tools, rounds.warn)
   const messages: ContextMessage[] = [...rounds.request.messages]
   for (let round = 0; ; round++) {
-    const offering = tools !== undefined && offered.length > 0 && round < tools.maxSteps
+    const offering = offered.length > 0 && round < tools.maxSteps
     const calls: ToolCall[] = []
     let text = ''
     const request: ModelRequest = { ...rounds.request, messages, signal }
@@ -74,7 +85,7 @@ export async function* replyEvents(rounds: ReplyRounds): AsyncGenerator<ReplyEve
       if (event.type === 'text') text += event.text
       yield event
     }
-    if (!tools || calls.length === 0 || signal.aborted) return
+    if (calls.length === 0 || signal.aborted) return
     // Every call of the round starts now; results are read in call order.
     const context = { userId: rounds.userId, signal }
     const running = calls.map((call) => tools.catalogue.call(call.name, call.arguments, context))
