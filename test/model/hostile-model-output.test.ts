@@ -5,7 +5,8 @@
 // to [DONE] and is stored exactly as it streamed, each such character as
 // U+FFFD, an emoji cut between two chunks whole; the title is stored too.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { storableChunks, storableText } from '../../src/conversation/model/storable-output.ts'
+import { modelEvents } from '../../src/conversation/model/model-events.ts'
+import { storableText } from '../../src/conversation/model/storable-output.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import {
   conversationIdOf,
@@ -61,9 +62,15 @@ describeEachBackend(
 async function* fromArray(chunks: string[]) {
   yield* chunks
 }
-const collect = async (chunks: string[]) => Array.fromAsync(storableChunks(fromArray(chunks)))
+/** What a text-only model's chunks become as the turn reads them (model-events.ts). */
+const collect = async (chunks: string[]) =>
+  (
+    await Array.fromAsync(
+      modelEvents({ slug: 'chunks', stream: () => fromArray(chunks) }, { messages: [] }),
+    )
+  ).map((event) => (event.type === 'text' ? event.text : ''))
 
-test('storableChunks keeps a pair cut between chunks, replaces what is lone, yields nothing empty', async () => {
+test("a text-only model's chunks keep a pair cut between chunks, replace what is lone, none empty", async () => {
   expect(await collect(['a\ud83c', '\udf89b'])).toEqual(['a', '🎉b'])
   expect(await collect(['\ud83c', '\udf89'])).toEqual(['🎉'])
   expect(await collect(['x\ud83c', 'y'])).toEqual(['x', '\uFFFDy'])

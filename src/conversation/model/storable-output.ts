@@ -38,14 +38,3 @@ export class StorableStream {
     return left
   }
 }
-
-/** The chunks of a model's reply, storable, in order; none empty. */
-export async function* storableChunks(chunks: AsyncIterable<string>): AsyncGenerator<string> {
-  const storable = new StorableStream()
-  for await (const chunk of chunks) {
-    const text = storable.push(chunk)
-    if (text !== '') yield text
-  }
-  const left = storable.end()
-  if (left !== '') yield left
-}
