@@ -50,11 +50,7 @@ import {
 import { openRedisInvalidations } from './storage/redis-invalidations.ts'
 import { createResilientCache } from './storage/resilient-cache.ts'
 import { type BreakerLink, createBreakerLink, type StoreBreaker } from './storage/store-breaker.ts'
-import {
-  createStoreFailurePolicy,
-  type LagSource,
-  type StoreFailurePolicy,
-} from './storage/store-failure.ts'
+import { createStoreFailurePolicy, type StoreFailurePolicy } from './storage/store-failure.ts'
 import { documentSearchSource, searchInOrder } from './tools/document-search.ts'
 import { mcpTransport } from './tools/mcp-servers.ts'
 import { McpSource } from './tools/mcp-source.ts'
@@ -72,12 +68,12 @@ export interface Dependencies extends AppDeps {
 export async function openDb(
   config: Config,
   onClose: (fn: () => Promise<void> | void) => void,
-  lag?: LagSource,
+  failures?: StoreFailurePolicy,
 ) {
   if (config.databaseUrl?.startsWith('postgres'))
     return createPostgresDb(config.databaseUrl, {
       timeoutMs: config.databaseTimeoutMs,
-      ...(lag ? { lag } : {}),
+      ...(failures ? { failures } : {}),
     })
   if (config.databaseUrl?.startsWith('memory:')) return createPgliteDb()
   const dir = resolve(config.dataDir)
@@ -360,7 +356,7 @@ export async function openDependencies(
     let db: Db | undefined
     let cache: Cache | undefined
     const observed = { log, metrics, close, ...(lag ? { eventLoopLag: lag } : {}) }
-    // One judge of store failures for the cache, the state and the rate limits (store-failure.ts).
+    // One judge of store failures for the database, the cache, the state and the rate limits (store-failure.ts).
     const failures = createStoreFailurePolicy(lag ? { lag } : {})
     // Cache and state on one Redis (REDIS_URL alone, the default) share its
     // fate: a deadline missed by either opens both breakers, so a read
@@ -369,7 +365,7 @@ export async function openDependencies(
       ? createBreakerLink()
       : undefined
     if (NEEDS_DB.has(config.variant)) {
-      const opened = await openDb(config, onClose, lag)
+      const opened = await openDb(config, onClose, failures)
       onClose(() => opened.close())
       db = instrumentedDb(opened, opened.kind === 'postgres' ? POSTGRES_POOL_SIZE : 1, metrics)
     }

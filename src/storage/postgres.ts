@@ -19,7 +19,11 @@
 // such a connection to the pool once it opens.
 import postgres from 'postgres'
 import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
-import { LAG_SHARE, type LagSource, NO_LAG, StoreOverloadedError } from './store-failure.ts'
+import {
+  createStoreFailurePolicy,
+  type StoreFailurePolicy,
+  StoreOverloadedError,
+} from './store-failure.ts'
 
 export interface PostgresOptions {
   /** Pool size. */
@@ -29,10 +33,11 @@ export interface PostgresOptions {
   /** Longest a connect or a statement may take (default 2 s). */
   timeoutMs?: number
   /**
-   * This process's event-loop lag: a deadline passed while the loop itself
-   * ran late is no evidence about the database (store-failure.ts's rule).
+   * What a missed deadline says about the database: the service's one rule
+   * (store-failure.ts), shared with the cache and the state so it measures
+   * the same event-loop lag; a policy of this pool's own when absent.
    */
-  lag?: LagSource
+  failures?: StoreFailurePolicy
 }
 
 type Sql = postgres.Sql | postgres.TransactionSql
@@ -89,37 +94,33 @@ function withDeadline<T>(
 }
 
 /**
- * What a statement that passed its deadline says about the database
- * (CONTRACT §19, "overload is not an outage", store-failure.ts's rule):
- * nothing, when this process's event loop ran late for LAG_SHARE of the
- * window (a starved process hears a healthy server late), nor when it found
- * no free pooled connection while some statement of the pool was answered
- * within the last deadline (more work than connections). Either is
- * overload: a StoreOverloadedError (503 `overloaded`). Otherwise the server
- * did not answer: a DatabaseTimeoutError, an outage.
+ * What a statement that passed its deadline says (CONTRACT §19, "overload is
+ * not an outage"): the store-failure rule decides - nothing, when this
+ * process's event loop ran late for much of the window, or when the database
+ * answered another statement since this one began (it is up, only slow, or
+ * every pooled connection was busy): a StoreOverloadedError, a 503
+ * `overloaded`; otherwise the server did not answer: a DatabaseTimeoutError,
+ * an outage. Every answer is told to the policy as that evidence.
  */
 interface PoolHealth {
   answered(): void
   verdict(timeout: DatabaseTimeoutError, since: number, waitedForConnection: boolean): Error
 }
 
-function poolHealth(timeoutMs: number, lag: LagSource): PoolHealth {
-  let lastAnswer = Number.NEGATIVE_INFINITY
+function poolHealth(failures: StoreFailurePolicy): PoolHealth {
   return {
-    answered() {
-      lastAnswer = performance.now()
-    },
+    answered: () => failures.answered('database'),
     verdict(timeout, since, waitedForConnection) {
-      const now = performance.now()
-      if (lag.lagSince(since) >= LAG_SHARE * (now - since))
-        return new StoreOverloadedError('database', timeout)
-      if (waitedForConnection && now - lastAnswer < timeoutMs)
-        return new StoreOverloadedError(
-          'database',
-          timeout,
-          'every pooled database connection was busy past the deadline',
-        )
-      return timeout
+      const evidence = failures.judgeMissedDeadline(since, 'database')
+      if (evidence === 'outage') return timeout
+      if (evidence === 'lagging') return new StoreOverloadedError('database', timeout)
+      return new StoreOverloadedError(
+        'database',
+        timeout,
+        waitedForConnection
+          ? 'every pooled database connection was busy past the deadline'
+          : 'the database answered other statements but not this one in time',
+      )
     },
   }
 }
@@ -232,7 +233,7 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
       statement_timeout: timeoutMs,
     },
   })
-  const pool = poolHealth(timeoutMs, options.lag ?? NO_LAG)
+  const pool = poolHealth(options.failures ?? createStoreFailurePolicy())
   const base = queryable(sql, timeoutMs, pool)
   return {
     kind: 'postgres',

@@ -31,7 +31,7 @@
 // store, and a send is answered, or refused with 503, within about 2 s.
 
 import {
-  STORE_FAILURES_WITHOUT_LAG,
+  createStoreFailurePolicy,
   StoreDeadlineError,
   type StoreFailurePolicy,
   type StoreName,
@@ -124,7 +124,8 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   const { store, timeoutMs } = options
   const probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS
   const isRefusal = options.isRefusal ?? isCommandRefusal
-  const failurePolicy = options.failures ?? STORE_FAILURES_WITHOUT_LAG
+  // Without one given, a policy of its own: no lag measured, its store's answers its only evidence.
+  const failurePolicy = options.failures ?? createStoreFailurePolicy()
   let open = false
   let closed = false
   let probing: ReturnType<typeof setTimeout> | undefined

@@ -94,6 +94,12 @@ export interface StoreFailurePolicy {
    * queue of work); else `outage`.
    */
   judge(error: unknown, startedAt: number, store?: StoreName): 'outage' | 'overload'
+  /**
+   * judge() for a call known to have missed its deadline (the database's own
+   * timeouts), saying which evidence made it overload: the store `answering`
+   * others since, or this process `lagging`.
+   */
+  judgeMissedDeadline(startedAt: number, store: StoreName): 'outage' | 'answering' | 'lagging'
 }
 
 export interface StoreFailurePolicyOptions {
@@ -110,20 +116,19 @@ export function createStoreFailurePolicy(
   const now = options.now ?? (() => performance.now())
   const share = options.lagShare ?? LAG_SHARE
   const lastAnswer = new Map<StoreName, number>()
+  const missed = (startedAt: number, store: StoreName | undefined) => {
+    const answeredSince = store !== undefined && (lastAnswer.get(store) ?? -Infinity) > startedAt
+    if (answeredSince) return 'answering'
+    const window = now() - startedAt
+    return window > 0 && lag.lagSince(startedAt) >= share * window ? 'lagging' : 'outage'
+  }
   return {
     now,
     answered(store) {
       lastAnswer.set(store, now())
     },
-    judge(error, startedAt, store) {
-      if (!isMissedDeadline(error)) return 'outage'
-      const answeredSince = store !== undefined && (lastAnswer.get(store) ?? -Infinity) > startedAt
-      if (answeredSince) return 'overload'
-      const window = now() - startedAt
-      return window > 0 && lag.lagSince(startedAt) >= share * window ? 'overload' : 'outage'
-    },
+    judge: (error, startedAt, store) =>
+      isMissedDeadline(error) && missed(startedAt, store) !== 'outage' ? 'overload' : 'outage',
+    judgeMissedDeadline: missed,
   }
 }
-
-/** The policy of a process whose lag nobody measures: every failure is the store's. */
-export const STORE_FAILURES_WITHOUT_LAG = createStoreFailurePolicy()

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { DatabaseTimeoutError, isDatabaseUnavailable } from '../../src/storage/db.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
-import { StoreOverloadedError } from '../../src/storage/store-failure.ts'
+import { createStoreFailurePolicy, StoreOverloadedError } from '../../src/storage/store-failure.ts'
 import { TEST_DATABASE_URL } from '../support/backends.ts'
 
 // A statement that finds no free pooled connection within its deadline, on
@@ -74,7 +74,7 @@ describe.skipIf(!TEST_DATABASE_URL)('a Postgres pool with no connection free', (
     const starved = createPostgresDb(TEST_DATABASE_URL as string, {
       max: 1,
       timeoutMs: TIMEOUT_MS,
-      lag: lagging,
+      failures: createStoreFailurePolicy({ lag: lagging }),
     })
     try {
       let release: () => void = () => {}
