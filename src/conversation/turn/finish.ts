@@ -26,6 +26,7 @@ import {
   streamCompleteItem,
   titleGenerationItem,
 } from '../stream/encoding.ts'
+import { GAVE_UP, withinGraceOfAbort } from './abort-grace.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { isTurnLogFault } from './log-restore.ts'
 import type { TurnReport } from './observer.ts'
@@ -95,15 +96,15 @@ export async function finishTurn(
   // A title model still at work gets its short wait while the reply is stored.
   const namedTitle = ending.title?.(finish)
   try {
-    const saved = await beforeShutdown(
-      finishReply(deps.db, turn, token, {
-        text: ending.text,
-        finish,
-        ...(ending.steps?.records.length ? { steps: ending.steps } : {}),
-      }),
-      deps.shutdown,
-    )
-    if (saved === LEFT_AT_SHUTDOWN) {
+    const storing = finishReply(deps.db, turn, token, {
+      text: ending.text,
+      finish,
+      ...(ending.steps?.records.length ? { steps: ending.steps } : {}),
+    })
+    const saved = deps.shutdown
+      ? await withinGraceOfAbort(storing, deps.shutdown, STORE_AT_SHUTDOWN_MS)
+      : await storing
+    if (saved === GAVE_UP) {
       deps.warn('shutdown: the reply is left for a takeover; its stream ends now', undefined)
       outcome = 'deferred'
     } else if (!saved) return 'lost'
@@ -152,38 +153,14 @@ export async function finishTurn(
   return outcome
 }
 
-const LEFT_AT_SHUTDOWN = Symbol('left at shutdown')
 /**
  * How long a reply's store may still take once the shutdown stops the turns:
  * a healthy database answers well within it; past it the stream ends anyway
- * (STOP_TURNS_MS gives the turns a second in all).
- */
-const STORE_AT_SHUTDOWN_MS = 300
-
-/**
- * `work`, unless the shutdown stops the turns and it has not settled
- * STORE_AT_SHUTDOWN_MS later: then LEFT_AT_SHUTDOWN. The statement may still
+ * (STOP_TURNS_MS gives the turns a second in all). The statement may still
  * land (under this runner's token, as the reply streamed); if not, a
  * takeover stores it from the log.
  */
-function beforeShutdown<T>(
-  work: Promise<T>,
-  shutdown: AbortSignal | undefined,
-): Promise<T | typeof LEFT_AT_SHUTDOWN> {
-  if (!shutdown) return work
-  return new Promise((resolve, reject) => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const giveUp = () => {
-      timer = setTimeout(() => resolve(LEFT_AT_SHUTDOWN), STORE_AT_SHUTDOWN_MS)
-    }
-    if (shutdown.aborted) giveUp()
-    else shutdown.addEventListener('abort', giveUp, { once: true })
-    work.then(resolve, reject).finally(() => {
-      clearTimeout(timer)
-      shutdown.removeEventListener('abort', giveUp)
-    })
-  })
-}
+const STORE_AT_SHUTDOWN_MS = 300
 
 /** Ends the stream; after a store fault, once more on the restored log. Never throws. */
 async function endStreamOnce(

@@ -11,6 +11,7 @@
 import { TurnLogFencedError } from '../../state/turn-log/turn-log-store.ts'
 import type { StoredMessage } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
+import { GAVE_UP, withinGraceOfAbort } from './abort-grace.ts'
 import type { TurnDeps } from './deps.ts'
 import { isTurnLogFault, type LogToRestore, restoreLog } from './log-restore.ts'
 import { createLogWriter } from './log-writer.ts'
@@ -46,33 +47,11 @@ const ABORTED_WAIT_MS = 500
  * later: then a StateFaultError (the store is slow or gone, and an aborted
  * turn does not wait out the writes' retries - it stores what the log holds).
  */
-function boundedByAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const giveUp = () => {
-      timer = setTimeout(
-        () =>
-          reject(new StateFaultError(new Error('the turn was aborted while its log was written'))),
-        ABORTED_WAIT_MS,
-      )
-    }
-    if (signal.aborted) giveUp()
-    else signal.addEventListener('abort', giveUp, { once: true })
-    const settle = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', giveUp)
-    }
-    pending.then(
-      (value) => {
-        settle()
-        resolve(value)
-      },
-      (error: unknown) => {
-        settle()
-        reject(error)
-      },
-    )
-  })
+async function boundedByAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  const settled = await withinGraceOfAbort(pending, signal, ABORTED_WAIT_MS)
+  if (settled === GAVE_UP)
+    throw new StateFaultError(new Error('the turn was aborted while its log was written'))
+  return settled
 }
 
 export interface ReplyLog {
