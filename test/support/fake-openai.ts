@@ -1,6 +1,7 @@
 // Starts test/support/fake-openai-server.ts as a real process on loopback and
 // reads back what it was sent. Killed by stop() (by its own pid).
 import { join } from 'node:path'
+import { spawnListening } from './listening-process.ts'
 
 const SCRIPT = join(import.meta.dir, 'fake-openai-server.ts')
 
@@ -35,36 +36,16 @@ export async function startFakeOpenAi(
   mode: 'slow' | 'failing',
   { chunkDelayMs = 20 }: { chunkDelayMs?: number } = {},
 ): Promise<FakeOpenAi> {
-  const proc = Bun.spawn([process.execPath, 'run', SCRIPT], {
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      FAKE_MODE: mode,
-      FAKE_CHUNK_DELAY_MS: String(chunkDelayMs),
-    },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const reader = proc.stdout.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let port: string | undefined
-  const deadline = setTimeout(() => proc.kill('SIGKILL'), 15_000)
-  while (port === undefined) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the fake OpenAI server (${mode}) exited: ${text}`)
-    text += decoder.decode(value, { stream: true })
-    port = /listening (\d+)/.exec(text)?.[1]
-  }
-  clearTimeout(deadline)
-  reader.releaseLock()
-  const origin = `http://127.0.0.1:${port}`
+  const server = await spawnListening(
+    SCRIPT,
+    { FAKE_MODE: mode, FAKE_CHUNK_DELAY_MS: String(chunkDelayMs) },
+    `the fake OpenAI server (${mode})`,
+    15_000,
+  )
+  const origin = `http://127.0.0.1:${server.port}`
   return {
     baseUrl: `${origin}/v1`,
     requests: async () => (await (await fetch(`${origin}/requests`)).json()) as RecordedRequest[],
-    async stop() {
-      proc.kill('SIGKILL')
-      await proc.exited
-    },
+    stop: server.stop,
   }
 }

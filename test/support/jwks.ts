@@ -4,6 +4,7 @@
 // own pid).
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose'
+import { spawnListening } from './listening-process.ts'
 
 const SCRIPT = join(import.meta.dir, 'jwks-server.ts')
 const START_WITHIN_MS = 15_000
@@ -69,26 +70,8 @@ export interface JwksServer {
 }
 
 export async function startJwksServer(): Promise<JwksServer> {
-  const proc = Bun.spawn([process.execPath, 'run', SCRIPT], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const reader = proc.stdout.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let port: string | undefined
-  const deadline = setTimeout(() => proc.kill('SIGKILL'), START_WITHIN_MS)
-  while (port === undefined) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the JWKS server exited: ${text}`)
-    text += decoder.decode(value, { stream: true })
-    port = /listening (\d+)/.exec(text)?.[1]
-  }
-  clearTimeout(deadline)
-  reader.releaseLock()
-  const origin = `http://127.0.0.1:${port}`
+  const server = await spawnListening(SCRIPT, {}, 'the JWKS server', START_WITHIN_MS)
+  const origin = `http://127.0.0.1:${server.port}`
   return {
     url: `${origin}/jwks.json`,
     async publish(keys) {
@@ -100,10 +83,7 @@ export async function startJwksServer(): Promise<JwksServer> {
     },
     fetches: async () =>
       ((await (await fetch(`${origin}/fetches`)).json()) as { fetches: number }).fetches,
-    async stop() {
-      proc.kill('SIGKILL')
-      await proc.exited
-    },
+    stop: server.stop,
   }
 }
 

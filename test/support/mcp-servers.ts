@@ -3,6 +3,7 @@
 // process on loopback started here and killed by stop() (by its own pid).
 import { join } from 'node:path'
 import type { McpServerConfig } from '../../src/tools/mcp-servers.ts'
+import { spawnListening } from './listening-process.ts'
 
 const SCRIPT = join(import.meta.dir, 'mcp-test-server.ts')
 
@@ -24,36 +25,15 @@ export interface HttpTestServer {
 
 /** Starts the server over Streamable HTTP (on `port`, else one of its own). */
 export async function startHttpTestServer(name: string, port = 0): Promise<HttpTestServer> {
-  const proc = Bun.spawn([process.execPath, 'run', SCRIPT], {
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      MCP_TEST_TRANSPORT: 'http',
-      MCP_TEST_PORT: String(port),
-    },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const reader = proc.stdout.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let found: string | undefined
-  const deadline = setTimeout(() => proc.kill('SIGKILL'), 30_000)
-  while (found === undefined) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the MCP test server exited: ${text}`)
-    text += decoder.decode(value, { stream: true })
-    found = /listening (\d+)/.exec(text)?.[1]
-  }
-  clearTimeout(deadline)
-  reader.releaseLock()
-  const listening = Number(found)
+  const server = await spawnListening(
+    SCRIPT,
+    { MCP_TEST_TRANSPORT: 'http', MCP_TEST_PORT: String(port) },
+    'the MCP test server',
+  )
+  const listening = server.port
   return {
     port: listening,
     config: { name, url: `http://127.0.0.1:${listening}/mcp`, headers: { 'x-test': 'yes' } },
-    async stop() {
-      proc.kill('SIGKILL')
-      await proc.exited
-    },
+    stop: server.stop,
   }
 }
