@@ -53,61 +53,6 @@ const faults = {
   'frozen (SIGSTOP)': async (redis: PrivateRedis) => redis.freeze(),
 }
 
-describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () => {
-  for (const [name, fault] of Object.entries(faults))
-    test(`${name}: exits within the grace and margin; the stream ends; stored = streamed`, async () => {
-      const redis = privateRedis()
-      redisServers.push(redis)
-      await redis.start()
-      const server = await startReadyServer({
-        REDIS_URL: redis.url,
-        SHUTDOWN_GRACE_MS: String(GRACE_MS),
-        LOCAL_MODEL_CHUNK_DELAY_MS: '100',
-      })
-      const userId = `sigterm-${crypto.randomUUID().slice(0, 8)}`
-      const response = await send(server.base, userId, STREAMING_MESSAGE)
-      expect(response.status).toBe(200)
-      const stream = reading(response)
-      await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 10)
-      await fault(redis)
-      await sleep(500)
-      server.proc.kill('SIGTERM')
-      expect(await exitCode(server.proc, GRACE_MS + SHUTDOWN_MARGIN_MS + PROCESS_SLACK_MS)).toBe(0)
-
-      const body = await stream.until(() => false)
-      const frames = completeFrames(body)
-      expect(frames.at(-1)).toBe('data: [DONE]\n\n')
-      const items = dataItems(frames.join(''))
-      expect(items.at(-1)?.type).toBe('message_stream_complete')
-      const error = items.find((item) => item.type === 'error')
-      expect(['state_unavailable', 'interrupted']).toContain(error?.code as string)
-      // The completion patch: a partial reply, or the stop a shutdown makes (as stored).
-      const completion = JSON.stringify(items.findLast((item) => item.o === 'patch'))
-      expect(completion).toMatch(/"finish_details":\{"type":"(error|interrupted)"\}/)
-
-      // The last log lines say what happened to the turn.
-      const conversationId = items[1]?.conversation_id as string
-      const shutdownLines = server
-        .stdout()
-        .split('\n')
-        .filter((line) => line.includes('shutdown: a turn'))
-      const streamed = appendedChunks(frames.join('')).join('')
-
-      // What was stored, read by a new instance on the same data dir and a Redis that answers.
-      redis.thaw()
-      await redis.kill()
-      await redis.start()
-      const again = await startReadyServer({ DATA_DIR: server.dataDir, REDIS_URL: redis.url })
-      const stored = await storedReply(again.base, userId, conversationId)
-      if (shutdownLines.some((line) => line.includes('could not be stored')))
-        // Left for a takeover: the new instance finished it from what was checkpointed.
-        expect(streamed.startsWith(stored.text)).toBe(true)
-      else expect(stored.text).toBe(streamed)
-      again.proc.kill('SIGTERM')
-      expect(await exitCode(again.proc)).toBe(0)
-    }, 90_000)
-})
-
 /**
  * A server with `env` streams a turn; `fault` strikes 10 items in; SIGTERM
  * half a second later. Checks the exit within its bound and the stream's
@@ -116,7 +61,14 @@ describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () =>
 async function sigtermAfter(
   env: Record<string, string>,
   fault: () => Promise<unknown>,
-): Promise<{ userId: string; conversationId: string; streamed: string; dataDir: string }> {
+): Promise<{
+  userId: string
+  conversationId: string
+  streamed: string
+  dataDir: string
+  items: Record<string, unknown>[]
+  stdout: string
+}> {
   const server = await startReadyServer({
     ...env,
     SHUTDOWN_GRACE_MS: String(GRACE_MS),
@@ -142,6 +94,8 @@ async function sigtermAfter(
     conversationId: items[1]?.conversation_id as string,
     streamed: appendedChunks(frames.join('')).join(''),
     dataDir: server.dataDir,
+    items,
+    stdout: server.stdout(),
   }
 }
 
@@ -157,6 +111,39 @@ async function storedByLaterInstance(
   again.proc.kill('SIGTERM')
   expect(await exitCode(again.proc)).toBe(0)
 }
+
+describe.skipIf(!REDIS_SERVER)('SIGTERM with the Redis of a running turn', () => {
+  for (const [name, fault] of Object.entries(faults))
+    test(`${name}: exits within the grace and margin; the stream ends; stored = streamed`, async () => {
+      const redis = privateRedis()
+      redisServers.push(redis)
+      await redis.start()
+      const turn = await sigtermAfter({ REDIS_URL: redis.url }, () => fault(redis))
+      const error = turn.items.find((item) => item.type === 'error')
+      expect(['state_unavailable', 'interrupted']).toContain(error?.code as string)
+      // The completion patch: a partial reply, or the stop a shutdown makes (as stored).
+      const completion = JSON.stringify(turn.items.findLast((item) => item.o === 'patch'))
+      expect(completion).toMatch(/"finish_details":\{"type":"(error|interrupted)"\}/)
+
+      // The last log lines say what happened to the turn.
+      const shutdownLines = turn.stdout
+        .split('\n')
+        .filter((line) => line.includes('shutdown: a turn'))
+
+      // What was stored, read by a new instance on the same data dir and a Redis that answers.
+      redis.thaw()
+      await redis.kill()
+      await redis.start()
+      const again = await startReadyServer({ DATA_DIR: turn.dataDir, REDIS_URL: redis.url })
+      const stored = await storedReply(again.base, turn.userId, turn.conversationId)
+      if (shutdownLines.some((line) => line.includes('could not be stored')))
+        // Left for a takeover: the new instance finished it from what was checkpointed.
+        expect(turn.streamed.startsWith(stored.text)).toBe(true)
+      else expect(stored.text).toBe(turn.streamed)
+      again.proc.kill('SIGTERM')
+      expect(await exitCode(again.proc)).toBe(0)
+    }, 90_000)
+})
 
 // The same with the database frozen instead (CONTRACT §19): a private Postgres
 // process and a private Redis, the turn streaming, Postgres SIGSTOPped, then
