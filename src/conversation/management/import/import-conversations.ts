@@ -54,9 +54,9 @@ export interface ImportReport {
 /** Largest conversation read: parsing one costs several times its size in memory (CONTRACT §19). */
 export const MAX_CONVERSATION_BYTES = 16 * 2 ** 20
 /** Conversations stored per transaction, at most. */
-const BATCH_CONVERSATIONS = 16
+const BATCH_CONVERSATIONS = 8
 /** Bytes of the file read into one batch, at most (a conversation larger than this is a batch alone). */
-const BATCH_BYTES = 512 * 1024
+const BATCH_BYTES = 256 * 1024
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -100,7 +100,7 @@ function readElement(element: ArrayElement): Entry {
 }
 
 /** Bytes of the file read between two collections the import asks for. */
-const COLLECT_EVERY_BYTES = 2 * 2 ** 20
+const COLLECT_EVERY_BYTES = 2 ** 20
 
 /** Lets the event loop serve what waits (requests, timers, the collector) before the next batch. */
 const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve))
