@@ -70,7 +70,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ normalize: false })
     .use(requestLog({ log, metrics }))
     .use(responseHeaders)
-    .use(errorHandlerWith(log))
+    .use(errorHandlerWith(log, metrics.overloaded))
     .use(corsPlugin(config.corsOrigins))
     .use(
       bodyLimitWith({

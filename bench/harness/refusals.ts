@@ -33,3 +33,42 @@ export function describeRefusals(counts: Record<string, number>): string {
     .map(([kind, count]) => `${kind} ${count}`)
     .join(', ')
 }
+
+/**
+ * The servers' own count of why they refused as overloaded
+ * (conduit_overloaded_total{reason}: admission control's reasons, and
+ * `store_deadline` for a store deadline missed while the server lagged),
+ * summed over the Prometheus texts of their /metrics.
+ */
+export function overloadReasonsOf(metricsTexts: string[]): Record<string, number> {
+  const reasons: Record<string, number> = {}
+  const line = /^conduit_overloaded_total\{reason="([^"]+)"\} (\d+(?:\.\d+)?)$/gm
+  for (const text of metricsTexts)
+    for (const [, reason, count] of text.matchAll(line))
+      if (reason !== undefined) reasons[reason] = (reasons[reason] ?? 0) + Number(count)
+  return reasons
+}
+
+/** Each server's /metrics, read after a run (a server without them, the bare SSE reference, adds nothing). */
+export async function readOverloadReasons(urls: string[]): Promise<Record<string, number>> {
+  const texts = await Promise.all(
+    urls.map((url) =>
+      fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })
+        .then((response) => (response.ok ? response.text() : ''))
+        .catch(() => ''),
+    ),
+  )
+  return overloadReasonsOf(texts)
+}
+
+/** `overloaded 12 (event_loop_lag 10, store_deadline 2), state_unavailable 0`. */
+export function describeRefusalsWithReasons(
+  counts: Record<string, number>,
+  reasons: Record<string, number> | undefined,
+): string {
+  const described = describeRefusals(counts)
+  const entries = Object.entries(reasons ?? {})
+  if (entries.length === 0) return described
+  const why = entries.map(([reason, count]) => `${reason} ${count}`).join(', ')
+  return described.replace(/^overloaded (\d+)/, `overloaded $1 (the servers counted: ${why})`)
+}

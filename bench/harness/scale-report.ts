@@ -8,7 +8,7 @@ import { type Machine, machineLine } from './machine.ts'
 import type { BenchOptions } from './options.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
-import { describeRefusals } from './refusals.ts'
+import { describeRefusals, describeRefusalsWithReasons } from './refusals.ts'
 import { RESULTS_DIR, targetTable } from './report.ts'
 import { resultName } from './result-name.ts'
 import type { ScaleStep } from './scale.ts'
@@ -245,7 +245,7 @@ export function toScaleMarkdown(report: ScaleReport): string {
     '',
     ...steps.flatMap(({ instances, sendStream, manyStreams }) => [
       `- ${instances} instance(s), send + stream: ${describeRefusals(sendStream.refusals)}`,
-      `- ${instances} instance(s), many streams: ${describeRefusals(manyStreams.refusals)}`,
+      `- ${instances} instance(s), many streams: ${describeRefusalsWithReasons(manyStreams.refusals, manyStreams.overloadReasons)}`,
     ]),
     '',
     'Many streams against the bare SSE reference: right after each many-streams run, the same ' +

@@ -11,6 +11,7 @@ import { type Cluster, meterCluster, startCluster } from './cluster.ts'
 import type { CpuUse } from './cpu.ts'
 import type { PoolActivity } from './pg-activity.ts'
 import type { RedisDelta } from './redis-stats.ts'
+import { readOverloadReasons } from './refusals.ts'
 import { readRss, sampleRss } from './rss.ts'
 import { withFileLimit } from './server.ts'
 import { type StreamResult, sendAndStream, wallClockMs } from './sse-client.ts'
@@ -40,6 +41,8 @@ export interface ServerMemory {
 }
 
 export interface ManyStreamsResult extends StreamSummary {
+  /** The servers' conduit_overloaded_total by reason, read after the run (refusals.ts). */
+  overloadReasons?: Record<string, number>
   clients: number
   chunkDelayMs: number
   rampMs: number
@@ -284,6 +287,7 @@ export async function measureManyStreams(
     )
     const usage = cpu.stop()
     const waited = waits.stop()
+    const overloadReasons = await readOverloadReasons(cluster.servers.map((server) => server.url))
     const redisDelta = await redis?.stop()
     const poolActivity = await pools?.stop()
     const servers = memory.map(({ before, sampler }) => ({
@@ -298,6 +302,7 @@ export async function measureManyStreams(
     return {
       ...summarizeStreams(run.results, durationSec),
       ...concurrency(run.results),
+      overloadReasons,
       clients: settings.clients,
       chunkDelayMs: settings.chunkDelayMs,
       rampMs: settings.rampMs,

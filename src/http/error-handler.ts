@@ -52,13 +52,23 @@ export interface ErrorLog {
   error(fields: Record<string, unknown>, message: string): void
 }
 
-/** The error mapping, logging what nobody expected (an opaque 500) to log. */
-export function errorHandlerWith(log: ErrorLog) {
+/** Counts sends and reads refused as overloaded (metrics.ts's conduit_overloaded_total). */
+export interface OverloadCounter {
+  inc(labels: { reason: string }): void
+}
+
+/**
+ * The error mapping, logging what nobody expected (an opaque 500) to log; a
+ * store deadline missed while this process was the slow one counts in
+ * `overloads` as reason `store_deadline` (admission.ts counts its own reasons).
+ */
+export function errorHandlerWith(log: ErrorLog, overloads?: OverloadCounter) {
   return new Elysia({ name: 'error-handler' }).onError(
     { as: 'global' },
     ({ code, error, path, set }) => {
       const response = toErrorResponse(domainErrorOf(code, error, path, log))
       set.status = response.status
+      if (error instanceof StoreOverloadedError) overloads?.inc({ reason: 'store_deadline' })
       return response
     },
   )

@@ -4,7 +4,13 @@
 // --cpu-hog is a scale-only option.
 import { expect, test } from 'bun:test'
 import { parseOptions } from '../../bench/harness/options.ts'
-import { countRefusals, describeRefusals, refusalOf } from '../../bench/harness/refusals.ts'
+import {
+  countRefusals,
+  describeRefusals,
+  describeRefusalsWithReasons,
+  overloadReasonsOf,
+  refusalOf,
+} from '../../bench/harness/refusals.ts'
 
 test('refusals are named by code, the turn state by its 503 detail', () => {
   expect(refusalOf(503, '{"detail":"The server is too busy.","code":"overloaded"}')).toBe(
@@ -43,4 +49,23 @@ test('--cpu-hog goes with --scale only', () => {
   expect(parseOptions(['--scale']).cpuHog).toBe(false)
   expect(() => parseOptions(['--cpu-hog'])).toThrow('--cpu-hog needs --scale')
   expect(() => parseOptions(['--short', '--cpu-hog'])).toThrow()
+})
+
+test("the servers' own reasons for overloaded, summed over their /metrics", () => {
+  const one = [
+    '# HELP conduit_overloaded_total Requests refused with 503 overloaded, by reason.',
+    '# TYPE conduit_overloaded_total counter',
+    'conduit_overloaded_total{reason="event_loop_lag"} 10',
+    'conduit_overloaded_total{reason="store_deadline"} 2',
+    'conduit_turns_started_total 40',
+  ].join('\n')
+  const two = 'conduit_overloaded_total{reason="store_deadline"} 5\n'
+  const reasons = overloadReasonsOf([one, two, '', 'not metrics at all'])
+  expect(reasons).toEqual({ event_loop_lag: 10, store_deadline: 7 })
+  expect(describeRefusalsWithReasons({ overloaded: 17 }, reasons)).toBe(
+    'overloaded 17 (the servers counted: event_loop_lag 10, store_deadline 7), state_unavailable 0',
+  )
+  expect(describeRefusalsWithReasons({ overloaded: 3 }, {})).toBe(
+    'overloaded 3, state_unavailable 0',
+  )
 })
