@@ -38,6 +38,8 @@ export interface BenchReport {
   pgbenchSkipped: string | undefined
   /** Alternating rounds of sends, stack reference and pgbench; the median service ÷ pgbench round is the one reported. */
   sendRounds: SendRound[]
+  /** The Redis commands of the captured turn the stack reference replays (undefined: none captured). */
+  redisCommandsPerTurn: number | undefined
   /** The reported round's service ÷ pgbench, reference ÷ pgbench and service ÷ reference. */
   sendRatios: SendRatios | undefined
   /** CPU µs per turn by process in the reported round's sends, stack reference and pgbench. */
@@ -171,7 +173,7 @@ function sendCeilingTable(report: BenchReport): string[] {
     '| turns/s of | turns/s | ÷ pgbench | service ÷ it |',
     '|---|--:|--:|--:|',
     `| service (send + stream) | ${fixed(sendStream.streamsPerSec, 1)} | **${percent(ratios.serviceOfPgbench)}** | 1.00 |`,
-    `| stack reference (Bun.serve + postgres.js) | ${fixed(reference.streamsPerSec, 1)} | **${percent(ratios.referenceOfPgbench)}** | **${fixed(ratios.serviceOfReference)}** |`,
+    `| stack reference (Bun.serve + postgres.js + ioredis) | ${fixed(reference.streamsPerSec, 1)} | **${percent(ratios.referenceOfPgbench)}** | **${fixed(ratios.serviceOfReference)}** |`,
     `| pgbench | ${fixed(pgbench.turnsPerSec, 1)} | 100 % | ${fixed(ratios.serviceOfPgbench)} |`,
   ]
 }
@@ -199,7 +201,7 @@ function sendCpuTable(report: BenchReport): string[] {
     '|---|--:|--:|--:|--:|--:|--:|',
     row('service (send + stream)', cpu.service),
     row('**the service with a server costing nothing**', { ...cpu.service, server: 0 }),
-    row('stack reference (Bun.serve + postgres.js)', cpu.reference),
+    row('stack reference (Bun.serve + postgres.js + ioredis)', cpu.reference),
     row('pgbench', cpu.pgbench),
   ]
 }
@@ -258,8 +260,10 @@ export function toMarkdown(report: BenchReport, chartFile?: string): string {
     `Send + stream: ${options.streamConcurrency} clients in a closed loop, one new conversation per send, ` +
       'local model without chunk delay; pgbench: the statements of one such send captured from the service' +
       `${pgbench ? ` (${pgbench.statementsPerTurn} a turn, prepared)` : ''}, ${options.streamConcurrency} clients; ` +
-      'stack reference: a bare Bun.serve + postgres.js server (bare-sends-server.ts) running those statements per request ' +
-      `(prepared, pool of ${POSTGRES_POOL_SIZE} as the service's) and answering the captured reply whole, driven by the same clients; ` +
+      'stack reference: a bare Bun.serve + postgres.js + ioredis server (bare-sends-server.ts) running those statements per request ' +
+      `(prepared, pool of ${POSTGRES_POOL_SIZE} as the service's)` +
+      `${report.redisCommandsPerTurn ? ` and the ${report.redisCommandsPerTurn} Redis commands the same send made (its turn state and cache, captured with MONITOR; one pipeline a database)` : ''}` +
+      ' and answering the captured reply whole, driven by the same clients; ' +
       `alternating rounds, the median service ÷ pgbench shown${report.sendRounds.length > 0 ? ` (rounds, service / reference / pgbench: ${report.sendRounds.map((round) => `${round.turnsPerSec.toFixed(0)} / ${round.referenceTurnsPerSec.toFixed(0)} / ${round.pgbenchTurnsPerSec.toFixed(0)}`).join(', ')} turns/s)` : ''}.` +
       `${report.pgbenchSkipped ? ` No pgbench or stack reference: ${report.pgbenchSkipped}.` : ''}`,
     '',

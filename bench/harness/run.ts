@@ -121,6 +121,7 @@ async function main(): Promise<number> {
     pgbench,
     pgbenchSkipped,
     sendRounds: sends.rounds,
+    redisCommandsPerTurn: sends.redisCommandsPerTurn,
     sendRatios: sendRatios(sends),
     sendCpu: sends.turnCpu,
     manyStreams,

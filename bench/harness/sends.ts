@@ -44,6 +44,8 @@ export interface SendsResult {
   serverUsPerTurn: number | undefined
   /** Service ÷ stack reference server CPU per turn, median over the rounds (real Postgres only). */
   serverCpuOfReference: number | undefined
+  /** The Redis commands of the captured turn, which the stack reference replays too (real Postgres only). */
+  redisCommandsPerTurn: number | undefined
 }
 
 interface Measured {
@@ -101,6 +103,7 @@ export async function measureSends(
       turnCpu: undefined,
       serverUsPerTurn: cpu.server,
       serverCpuOfReference: undefined,
+      redisCommandsPerTurn: undefined,
     }
   }
   say('pgbench: capturing the statements of one send; starting the stack reference')
@@ -140,6 +143,7 @@ export async function measureSends(
   } finally {
     await reference.stop()
     await deleteReplayedTurns(backend.databaseUrl, reference.userId)
+    await reference.deleteReplayedKeys()
   }
   const share = (entry: Measured) => entry.sends.streamsPerSec / entry.pgbench.turnsPerSec
   const sorted = [...measured].sort((a, b) => share(a) - share(b))
@@ -167,6 +171,7 @@ export async function measureSends(
           : [],
       ),
     ),
+    redisCommandsPerTurn: turn.redisCommands.length,
   }
 }
 

@@ -5,10 +5,15 @@
 // UUID the capture saw, a whole parameter or inside one, becomes a new random
 // one for the turn (made here, not by an extra round trip as pgbench's are).
 // The captured reply gets the same fresh ids, so its conversation id is the
-// turn's.
+// turn's. The turn's Redis commands (turn-redis-commands.ts), when there are
+// some, go after its statements with the same fresh ids, under the replay's
+// own key prefix, in one pipeline a database: the fewest round trips those
+// commands can take.
 import { randomUUID } from 'node:crypto'
+import type Redis from 'ioredis'
 import type postgres from 'postgres'
 import { UUID_INSIDE } from './pgbench.ts'
+import type { CapturedCommand } from './turn-redis-commands.ts'
 import type { Step } from './turn-statements.ts'
 
 interface Statement {
@@ -43,18 +48,47 @@ function unitsOf(steps: readonly Step[]): Unit[] {
   return units
 }
 
-/** What the stack reference replays: a captured turn's statements and its reply. */
+/** What the stack reference replays: a captured turn's statements, its Redis commands and its reply. */
 export interface ReplayedTurn {
   steps: Step[]
   reply: string
+  /** Already under the replay's key prefix (bare-sends.ts); empty without Redis. */
+  redisCommands: CapturedCommand[]
 }
+
+/** A client of the server and database a captured command ran in ("host:port/db"). */
+export type RedisClients = (where: string) => Redis
+
+export const whereOf = (command: Pick<CapturedCommand, 'server' | 'db'>) =>
+  `${command.server}/${command.db}`
 
 export interface TurnReplay {
-  /** Runs the turn's statements with fresh ids; resolves to the reply with the same ids. */
-  run(sql: postgres.Sql): Promise<string>
+  /** Runs the turn's statements and commands with fresh ids; resolves to the reply with the same ids. */
+  run(sql: postgres.Sql, redis?: RedisClients): Promise<string>
 }
 
-export function turnReplay({ steps, reply }: ReplayedTurn): TurnReplay {
+/** Sends each database's commands in one pipeline; a command Redis refuses is the replay's failure. */
+async function replayCommands(
+  commands: readonly CapturedCommand[],
+  redis: RedisClients,
+  fresh: (text: string) => string,
+): Promise<void> {
+  const pipelines = new Map<string, ReturnType<Redis['pipeline']>>()
+  for (const command of commands) {
+    const where = whereOf(command)
+    let pipeline = pipelines.get(where)
+    if (!pipeline) {
+      pipeline = redis(where).pipeline()
+      pipelines.set(where, pipeline)
+    }
+    const [name, ...args] = command.args.map(fresh)
+    pipeline.call(name ?? 'ping', ...args)
+  }
+  for (const results of await Promise.all([...pipelines.values()].map((p) => p.exec())))
+    for (const [error] of results ?? []) if (error) throw error
+}
+
+export function turnReplay({ steps, reply, redisCommands }: ReplayedTurn): TurnReplay {
   const units = unitsOf(steps)
   const run = async (
     sql: postgres.Sql | postgres.TransactionSql,
@@ -67,7 +101,7 @@ export function turnReplay({ steps, reply }: ReplayedTurn): TurnReplay {
     }
   }
   return {
-    async run(sql) {
+    async run(sql, redis) {
       const ids = new Map<string, string>()
       const fresh = (text: string) =>
         text.replace(UUID_INSIDE, (uuid) => {
@@ -83,6 +117,7 @@ export function turnReplay({ steps, reply }: ReplayedTurn): TurnReplay {
         if (unit.transaction) await sql.begin((tx) => run(tx, unit.statements, fresh))
         else await run(sql, unit.statements, fresh)
       }
+      if (redis && redisCommands.length > 0) await replayCommands(redisCommands, redis, fresh)
       return fresh(reply)
     },
   }
