@@ -195,7 +195,7 @@ describe('admission control over a real server: MAX_OPEN_REQUESTS', () => {
   }, 60_000)
 })
 
-test('a store deadline missed while this process lagged answers 503 overloaded, counted as store_deadline', async () => {
+test('a store deadline missed while this process lagged answers 503 overloaded, counted as database_deadline', async () => {
   const metrics = createMetrics({ processMetrics: false })
   const logged: string[] = []
   const app = new Elysia()
@@ -212,7 +212,7 @@ test('a store deadline missed while this process lagged answers 503 overloaded, 
   await expectOverloaded(await app.handle(new Request('http://localhost/busy')))
   expect((await app.handle(new Request('http://localhost/broken'))).status).toBe(500)
   const text = await metrics.registry.metrics()
-  expect(text).toContain('conduit_overloaded_total{reason="store_deadline"} 2')
+  expect(text).toContain('conduit_overloaded_total{reason="database_deadline"} 2')
   // Overload is expected under load: not logged as an unhandled error; the bug is.
   expect(logged).toEqual(['unhandled error'])
 })

@@ -37,7 +37,7 @@ export function describeRefusals(counts: Record<string, number>): string {
 /**
  * The servers' own count of why they refused as overloaded
  * (conduit_overloaded_total{reason}: admission control's reasons, and
- * `store_deadline` for a store deadline missed while the server lagged),
+ * `<store>_deadline` for a store deadline missed while the server lagged),
  * summed over the Prometheus texts of their /metrics.
  */
 export function overloadReasonsOf(metricsTexts: string[]): Record<string, number> {
@@ -61,7 +61,7 @@ export async function readOverloadReasons(urls: string[]): Promise<Record<string
   return overloadReasonsOf(texts)
 }
 
-/** `overloaded 12 (event_loop_lag 10, store_deadline 2), state_unavailable 0`. */
+/** `overloaded 12 (event_loop_lag 10, database_deadline 2), state_unavailable 0`. */
 export function describeRefusalsWithReasons(
   counts: Record<string, number>,
   reasons: Record<string, number> | undefined,

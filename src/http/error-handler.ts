@@ -60,7 +60,8 @@ export interface OverloadCounter {
 /**
  * The error mapping, logging what nobody expected (an opaque 500) to log; a
  * store deadline missed while this process was the slow one counts in
- * `overloads` as reason `store_deadline` (admission.ts counts its own reasons).
+ * `overloads` as reason `<store>_deadline` (`database_deadline`,
+ * `state_deadline`, `cache_deadline`; admission.ts counts its own reasons).
  */
 export function errorHandlerWith(log: ErrorLog, overloads?: OverloadCounter) {
   return new Elysia({ name: 'error-handler' }).onError(
@@ -68,7 +69,8 @@ export function errorHandlerWith(log: ErrorLog, overloads?: OverloadCounter) {
     ({ code, error, path, set }) => {
       const response = toErrorResponse(domainErrorOf(code, error, path, log))
       set.status = response.status
-      if (error instanceof StoreOverloadedError) overloads?.inc({ reason: 'store_deadline' })
+      if (error instanceof StoreOverloadedError)
+        overloads?.inc({ reason: `${error.store}_deadline` })
       return response
     },
   )

@@ -172,7 +172,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     }),
     overloaded: new Counter({
       name: 'conduit_overloaded_total',
-      help: 'Requests refused with 503 overloaded, by reason: shed sends (open_requests, running_turns, event_loop_lag), or a store deadline missed while this process lagged (store_deadline).',
+      help: 'Requests refused with 503 overloaded, by reason: shed sends (open_requests, running_turns, event_loop_lag), or a store deadline missed while this process lagged (database_deadline, state_deadline, cache_deadline).',
       labelNames: ['reason'] as const,
       registers,
     }),

@@ -56,14 +56,14 @@ test("the servers' own reasons for overloaded, summed over their /metrics", () =
     '# HELP conduit_overloaded_total Requests refused with 503 overloaded, by reason.',
     '# TYPE conduit_overloaded_total counter',
     'conduit_overloaded_total{reason="event_loop_lag"} 10',
-    'conduit_overloaded_total{reason="store_deadline"} 2',
+    'conduit_overloaded_total{reason="database_deadline"} 2',
     'conduit_turns_started_total 40',
   ].join('\n')
-  const two = 'conduit_overloaded_total{reason="store_deadline"} 5\n'
+  const two = 'conduit_overloaded_total{reason="database_deadline"} 5\n'
   const reasons = overloadReasonsOf([one, two, '', 'not metrics at all'])
-  expect(reasons).toEqual({ event_loop_lag: 10, store_deadline: 7 })
+  expect(reasons).toEqual({ event_loop_lag: 10, database_deadline: 7 })
   expect(describeRefusalsWithReasons({ overloaded: 17 }, reasons)).toBe(
-    'overloaded 17 (the servers counted: event_loop_lag 10, store_deadline 7), state_unavailable 0',
+    'overloaded 17 (the servers counted: event_loop_lag 10, database_deadline 7), state_unavailable 0',
   )
   expect(describeRefusalsWithReasons({ overloaded: 3 }, {})).toBe(
     'overloaded 3, state_unavailable 0',
