@@ -4,7 +4,8 @@
 // a reply's newest text at the next tick, nothing of a reply it was told
 // ended, and a failing save is reported and retried with newer text. Each
 // tick also touches every running reply's row - the runner's heartbeat, the
-// only write with logs that outlive the process - and a turn an earlier
+// only write with logs that outlive the process - and, with text, the frames
+// of the reply's steps, which a takeover's claim reads back; a turn an earlier
 // runner claimed is taken over only once its row has gone untouched for a
 // lease: a live runner whose lease the turn state lost keeps its turn.
 import { describe, expect, test } from 'bun:test'
@@ -106,6 +107,40 @@ for (const backend of appBackends())
       const stale = await claimNextTurn(db, conversationId, 6, 60_000)
       expect(stale?.claim?.previousToken).toBe(5)
       expect(stale?.claim?.content.parts.join('')).toBe('kept')
+    })
+
+    test("with text, a reply's step frames are saved with it, growing as it goes, and a claim reads them back", async () => {
+      const conversationId = await conversationWith(db, [['running', 'in_progress', 5]])
+      const steps: string[] = ['event: delta\ndata: {"o":"add"}\n\n']
+      const stepsOf = async () =>
+        (
+          await db.query<{ steps: string[] | null }>(
+            'SELECT checkpoint_steps AS steps FROM messages WHERE conversation_id = $1',
+            [conversationId],
+          )
+        )[0]?.steps
+      const checkpoints = createReplyCheckpoints(db, 20, () => {}, true)
+      try {
+        checkpoints.update({ conversationId, messageId: 'running', token: 5, text: 'a', steps })
+        await eventually(async () => (await stepsOf())?.length === 1)
+        // The log appends to the same array: the next tick saves the new frame, the text unchanged.
+        steps.push('event: delta\ndata: {"o":"patch"}\n\n')
+        checkpoints.update({ conversationId, messageId: 'running', token: 5, text: 'a', steps })
+        await eventually(async () => (await stepsOf())?.length === 2)
+        expect(await stepsOf()).toEqual(steps)
+        expect(await textsOf(db, conversationId)).toEqual({ running: 'a' })
+      } finally {
+        checkpoints.close()
+      }
+      // A heartbeat keeps them; a takeover's claim reads them back with the text.
+      await checkpointReplies(db, [{ conversationId, messageId: 'running', token: 5 }])
+      await db.query(
+        `UPDATE messages SET updated_at = now() - interval '1 hour' WHERE conversation_id = $1`,
+        [conversationId],
+      )
+      const stale = await claimNextTurn(db, conversationId, 6, 60_000)
+      expect(stale?.claim?.checkpointSteps).toEqual(steps)
+      expect(stale?.claim?.content.parts.join('')).toBe('a')
     })
 
     test('without text (logs that outlive the process) the batcher only touches rows, every tick', async () => {

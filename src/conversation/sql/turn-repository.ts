@@ -240,6 +240,8 @@ export interface TurnClaim {
   previousToken: number | null
   /** The reply as last stored (a checkpoint). */
   content: TextContent
+  /** The frames of its steps as last checkpointed (in-process logs only: reply-checkpoints.ts); null when none were. */
+  checkpointSteps: string[] | null
   stopRequested: boolean
 }
 
@@ -261,6 +263,7 @@ export async function claimNextTurn(
     TurnRow & {
       previous: string | null
       content: TextContent
+      checkpoint_steps: string[] | null
       stop_requested: boolean
       claimed: boolean
       more: boolean
@@ -275,7 +278,8 @@ export async function claimNextTurn(
           AND (next.run_token IS NULL
                OR (next.run_token < $2 AND next.updated_at < now() - $3 * interval '1 millisecond'))
         RETURNING m.seq)
-     SELECT ${TURN_COLUMNS}, m.run_token::text AS previous, m.content, m.stop_requested,
+     SELECT ${TURN_COLUMNS}, m.run_token::text AS previous, m.content, m.checkpoint_steps,
+            m.stop_requested,
             EXISTS (SELECT 1 FROM claimed) AS claimed,
             EXISTS (SELECT 1 FROM messages later
                      WHERE later.conversation_id = $1 AND later.status = 'in_progress'
@@ -293,6 +297,7 @@ export async function claimNextTurn(
     claim: {
       previousToken: row.previous === null ? null : Number(row.previous),
       content: row.content,
+      checkpointSteps: row.checkpoint_steps,
       stopRequested: row.stop_requested,
     },
     more: row.more,
@@ -319,6 +324,8 @@ export interface ReplyCheckpoint {
   token: number
   /** Absent: the row is only touched (the runner's heartbeat), its content kept. */
   text?: string
+  /** The frames of its steps so far (thoughts, tool calls, results), saved with the text; absent: kept. */
+  steps?: readonly string[]
 }
 
 /**
@@ -332,9 +339,10 @@ export async function checkpointReplies(
 ): Promise<void> {
   await db.query(
     `UPDATE messages m SET content = COALESCE(c.content, m.content),
+            checkpoint_steps = COALESCE(c.steps, m.checkpoint_steps),
             updated_at = GREATEST(now(), m.created_at)
        FROM jsonb_to_recordset($1::text::jsonb)
-            AS c(conversation_id uuid, id text, token bigint, content jsonb)
+            AS c(conversation_id uuid, id text, token bigint, content jsonb, steps jsonb)
       WHERE m.conversation_id = c.conversation_id AND m.id = c.id
         AND m.run_token = c.token AND m.status = 'in_progress'`,
     [
@@ -344,6 +352,10 @@ export async function checkpointReplies(
           id: checkpoint.messageId,
           token: checkpoint.token,
           content: checkpoint.text === undefined ? null : textContent(checkpoint.text),
+          steps:
+            checkpoint.steps === undefined || checkpoint.steps.length === 0
+              ? null
+              : checkpoint.steps,
         })),
       ),
     ],

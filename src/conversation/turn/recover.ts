@@ -1,14 +1,14 @@
 // Finishing a turn whose runner did not: either it died (CONTRACT §13) - the
 // reply keeps the text checkpointed before the crash (the log's append items
-// where the log survived, else the row's last database checkpoint), is stored
+// where the log survived, else the row's last database checkpoint, which also
+// holds the frames of its thoughts, tool calls and results), is stored
 // as `finished_partial_completion`, and the stream ends with an `interrupted`
 // error item - or its stream ended but the final write found the database
 // unavailable (finish.ts): the finished log then holds the whole reply and how
 // it ended, and it is stored exactly so. The context list is dropped (the old
 // runner may have pushed part of the turn to it) and rebuilt by the next turn.
 import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
-import type { TextContent } from '../messages.ts'
-import type { QueuedTurn } from '../sql/turn-repository.ts'
+import type { QueuedTurn, TurnClaim } from '../sql/turn-repository.ts'
 import { appendedText, finishOf, holdsTitle } from '../stream/encoding.ts'
 import { streamedSteps } from '../stream/streamed-steps.ts'
 import type { TurnDeps } from './deps.ts'
@@ -23,14 +23,16 @@ export async function recoverTurn(
   turn: QueuedTurn,
   token: number,
   log: TurnLogInfo | undefined,
-  checkpoint: TextContent,
+  checkpoint: Pick<TurnClaim, 'content' | 'checkpointSteps'>,
 ): Promise<boolean> {
   // The log, where it survived, is exactly what was streamed.
   const frames = log ? await deps.logs.readAll(turn.messageId) : undefined
-  const text = frames ? appendedText(frames) : checkpoint.parts.join('')
+  const text = frames ? appendedText(frames) : checkpoint.content.parts.join('')
   const streamedFinish = log?.finished && frames ? finishOf(frames) : undefined
-  // Thoughts, calls and results the log shows are stored as streamed; no call runs again.
-  const steps = frames && streamedSteps(frames, replyStart(turn), turn.conversationId)
+  // Thoughts, calls and results the log (else the checkpoint) shows are
+  // stored as streamed; no call runs again.
+  const stepFrames = frames ?? checkpoint.checkpointSteps ?? undefined
+  const steps = stepFrames && streamedSteps(stepFrames, replyStart(turn), turn.conversationId)
   const outcome = await finishTurn(
     deps,
     turn,

@@ -6,8 +6,9 @@
 // (claimNextTurn), so a live runner keeps its turn when the turn state loses
 // its lease (Redis restarted empty, flushed). With turn logs that die with the
 // process (the embedded default, `withText`) the touch also saves the text
-// that grew since the last one: a crash loses at most a tick of text, and
-// recover.ts keeps what the row holds. A checkpoint only lands on a row still
+// that grew since the last one, and the frames of the reply's steps (its
+// thoughts, tool calls and results): a crash loses at most a tick of them,
+// and recover.ts keeps what the row holds. A checkpoint only lands on a row still
 // in progress under the runner's fencing token, so one that arrives after the
 // final write changes nothing.
 import type { Db } from '../../storage/db.ts'
@@ -26,6 +27,11 @@ interface Running {
   checkpoint: ReplyCheckpoint
   /** The text changed since the last tick saved it. */
   changed: boolean
+  /**
+   * How many step frames the last tick saved: the reply log appends to the
+   * one array it hands over, so a change shows in its length.
+   */
+  stepsSaved: number
 }
 
 export function createReplyCheckpoints(
@@ -47,8 +53,12 @@ export function createReplyCheckpoints(
     }
     const batch: ReplyCheckpoint[] = []
     for (const reply of running.values()) {
-      const { text, ...row } = reply.checkpoint
-      batch.push(withText && reply.changed ? reply.checkpoint : row)
+      const { text, steps = [], ...row } = reply.checkpoint
+      const newSteps = steps.length !== reply.stepsSaved
+      if (withText && (reply.changed || newSteps)) {
+        batch.push({ ...row, text, ...(newSteps ? { steps: steps.slice() } : {}) })
+        reply.stepsSaved = steps.length
+      } else batch.push(row)
       reply.changed = false
     }
     saving = true
@@ -56,7 +66,11 @@ export function createReplyCheckpoints(
       await checkpointReplies(db, batch)
     } catch (error) {
       // Not saved: sent again at the next tick.
-      if (withText) for (const reply of running.values()) reply.changed = true
+      if (withText)
+        for (const reply of running.values()) {
+          reply.changed = true
+          reply.stepsSaved = -1
+        }
       warn('could not checkpoint the replies', error)
     } finally {
       saving = false
@@ -69,7 +83,8 @@ export function createReplyCheckpoints(
       if (reply) {
         reply.changed ||= reply.checkpoint.text !== checkpoint.text
         reply.checkpoint = checkpoint
-      } else running.set(checkpoint.messageId, { checkpoint, changed: !!checkpoint.text })
+      } else
+        running.set(checkpoint.messageId, { checkpoint, changed: !!checkpoint.text, stepsSaved: 0 })
       if (timer) return
       timer = setInterval(() => void save(), intervalMs)
       timer.unref?.()

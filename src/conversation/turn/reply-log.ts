@@ -7,7 +7,8 @@
 // storeRecoveryMs (or the turn is aborted meanwhile) it throws
 // StateFaultError, and the turn ends with the text the log held - what its
 // readers were sent. Every running reply is also registered with the reply
-// checkpoints: its row's heartbeat (and, with in-process logs, its text).
+// checkpoints: its row's heartbeat (and, with in-process logs, its text and
+// the frames of its steps: every acknowledged frame that is not reply text).
 import { TurnLogFencedError } from '../../state/turn-log/turn-log-store.ts'
 import type { StoredMessage } from '../messages.ts'
 import type { QueuedTurn } from '../sql/turn-repository.ts'
@@ -79,9 +80,18 @@ export function createReplyLog(
   /** The text of every append written, and of those the log acknowledged. */
   let written = ''
   let held = ''
+  /** The frames written and acknowledged that carry no reply text: the steps' (and markers, which a takeover skips). */
+  const writtenSteps: string[] = []
+  const heldSteps: string[] = []
   let writer = createLogWriter(deps.logs, messageId, run.token)
   const checkpoint = () =>
-    deps.checkpoints?.update({ conversationId, messageId, token: run.token, text: held })
+    deps.checkpoints?.update({
+      conversationId,
+      messageId,
+      token: run.token,
+      text: held,
+      steps: heldSteps,
+    })
   checkpoint()
 
   const target: LogToRestore = {
@@ -103,6 +113,7 @@ export function createReplyLog(
     if (outcome === 'unavailable') return false
     writer = createLogWriter(deps.logs, messageId, run.token)
     held = written
+    heldSteps.splice(0, heldSteps.length, ...writtenSteps)
     checkpoint()
     return true
   }
@@ -117,9 +128,13 @@ export function createReplyLog(
     async write(frame, chunk) {
       appended.push(frame)
       if (chunk !== undefined) written += chunk
+      else writtenSteps.push(frame)
       const stored =
         chunk === undefined
-          ? undefined
+          ? () => {
+              heldSteps.push(frame)
+              checkpoint()
+            }
           : () => {
               held += chunk
               checkpoint()

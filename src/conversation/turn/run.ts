@@ -71,7 +71,7 @@ export async function runTurn(
     if (error instanceof TurnLogFencedError) return false
     throw error
   }
-  if (claim.previousToken !== null) return recoverTurn(deps, turn, run.token, log, claim.content)
+  if (claim.previousToken !== null) return recoverTurn(deps, turn, run.token, log, claim)
   const inputs = run.inputs ?? (await turnInputs(deps.db, turn))
   if (!log) await reopenLog(deps, turn, inputs, run.token)
   // Stopped before it started: an empty reply, interrupted, without asking the model.

@@ -67,6 +67,7 @@ const newProgress = (): TurnProgress => ({ text: () => '', stored: false })
 const CLAIMED_AT_ACCEPT: TurnClaim = {
   previousToken: null,
   content: { content_type: 'text', parts: [''] },
+  checkpointSteps: null,
   stopRequested: false,
 }
 
