@@ -16,7 +16,16 @@
 // was opened for: postgres.js 3.4.9 then never gave that connection to the
 // pool, so once `max` statements had timed out that way in an outage the
 // pool never served again. patches/postgres@3.4.9.patch (bun patchedDependencies) hands
-// such a connection to the pool once it opens.
+// such a connection to the pool once it opens. When a session ends (a server
+// stopping, a terminated backend), the same patch leaves nothing of it to the
+// next session of that connection: 3.4.9 failed the first statement of the
+// reconnected session with the ended one's error (a 503 after a
+// restart), and when the session ended while postgres.js set it up (its
+// array-type query, the first on every connection) it also rejected a
+// promise nobody handled, which ended the process. A connection that failed
+// connects again after a short pause (reconnectPause), not postgres.js's
+// growing one, so a pool serves again within a deadline once the server is
+// back.
 import postgres from 'postgres'
 import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
 import {
@@ -154,6 +163,21 @@ function queryable(
 /** The server ends a session idle inside a transaction this long (ours last milliseconds). */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000
 
+/**
+ * How long a connection that failed waits before connecting again, in
+ * seconds (postgres.js's `backoff`, given the pool's failed connects since
+ * one last opened): 50 ms, doubling, at most a quarter of a statement's
+ * deadline. postgres.js's own pause grows to 10-20 s within a few seconds of
+ * refused connects, so after a restart the statements given to those
+ * connections passed their deadlines long after the server answered again:
+ * sends refused with 503 while Postgres was up. A connect is only tried for a
+ * statement waiting for it, so a short pause makes no storm; and a statement
+ * made while the server is down is refused within that pause rather than
+ * waiting out its deadline.
+ */
+const reconnectPause = (timeoutMs: number) => (failedConnects: number) =>
+  Math.min(50 * 2 ** failedConnects, timeoutMs / 4) / 1000
+
 /** Connections of the pool unless told otherwise. */
 export const POSTGRES_POOL_SIZE = 10
 /**
@@ -225,6 +249,7 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
     onnotice: () => {},
     // Seconds, until the server is ready for queries (TCP connect and startup).
     connect_timeout: timeoutMs / 1000,
+    backoff: reconnectPause(timeoutMs),
     connection: {
       ...(options.schema ? { search_path: `${options.schema},public` } : {}),
       // A backstop: a transaction left open by a client bug releases its locks.

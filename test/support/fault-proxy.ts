@@ -4,6 +4,10 @@
 // - freeze: connections stay open but nothing flows either way, as with a
 //           server stopped by SIGSTOP or a network that blackholes packets;
 //           what was held flows again, in order, on pass();
+// - hold a request: the next chunk a client sends that matches is held,
+//           with what the client sends after it on that connection, as by a
+//           server still working on that request (what it sends flows);
+//           until pass(), or the connection ends;
 // - drop:   every open connection is cut and new ones are closed at once, as
 //           with a server that died.
 import { connect, createServer, type Server, type Socket } from 'node:net'
@@ -20,6 +24,12 @@ export interface FaultProxy {
   drop(): void
   /** Delay added to every chunk while passing. */
   delay(ms: number): void
+  /**
+   * Holds the next chunk a client sends that `matches` (and what the client
+   * sends after it on that connection) until pass() or the connection ends;
+   * resolves once it is held. Other connections, and the server's side, flow.
+   */
+  holdRequest(matches: (chunk: Buffer) => boolean): Promise<void>
   close(): Promise<void>
 }
 
@@ -37,6 +47,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   let delayMs = 0
   let accepted = 0
   const pipes = new Set<Pipe>()
+  let holding: { matches: (chunk: Buffer) => boolean; held: () => void } | undefined
 
   /**
    * Writes chunk to `to` after the current delay, never before a chunk that
@@ -59,7 +70,14 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   }
 
   const forward = (pipe: Pipe, to: Socket, chunk: Buffer) => {
-    if (mode === 'freeze' || pipe.held.length > 0) {
+    if (holding && to === pipe.upstream && holding.matches(chunk)) {
+      holding.held()
+      holding = undefined
+      pipe.held.push({ to, chunk })
+      return
+    }
+    // Behind a held chunk in the same direction: held too (a stream does not reorder).
+    if (mode === 'freeze' || pipe.held.some((held) => held.to === to)) {
       pipe.held.push({ to, chunk })
       return
     }
@@ -102,6 +120,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     },
     pass() {
       mode = 'pass'
+      holding = undefined
       for (const pipe of pipes) {
         for (const { to, chunk } of pipe.held.splice(0)) deliver(pipe, to, chunk)
       }
@@ -115,6 +134,11 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     },
     delay(ms) {
       delayMs = ms
+    },
+    holdRequest(matches) {
+      return new Promise((held) => {
+        holding = { matches, held }
+      })
     },
     async close() {
       for (const pipe of [...pipes]) cut(pipe)
