@@ -6,6 +6,7 @@
 // the deployment, except where a Cluster needs work split by slot
 // (redis-slots.ts) or the near cache is off.
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { reconnectsUnlessClosed, reconnectUnlessClosed } from './sentinel-reconnect.ts'
 
 /** A client of any deployment: the commands are the same. */
 export type RedisClient = Redis | Cluster
@@ -101,19 +102,22 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
         )
       const redisOptions: RedisOptions = { ...rest, reconnectOnError: reconnectWhenReadOnly }
       if (deployment.kind === 'sentinel')
-        return new Redis({
-          ...redisOptions,
-          ...dataNodeAccess(deployment.access),
-          ...(deployment.access?.tls ? { enableTLSForSentinelMode: true } : {}),
-          ...(deployment.access?.sentinelPassword
-            ? { sentinelPassword: deployment.access.sentinelPassword }
-            : {}),
-          sentinels: deployment.sentinels,
-          name: deployment.name,
-          // Told of a new primary by the sentinels, rather than by failing commands.
-          failoverDetector: true,
-          sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
-        })
+        return reconnectUnlessClosed(
+          new Redis({
+            ...redisOptions,
+            ...dataNodeAccess(deployment.access),
+            ...(deployment.access?.tls ? { enableTLSForSentinelMode: true } : {}),
+            ...(deployment.access?.sentinelPassword
+              ? { sentinelPassword: deployment.access.sentinelPassword }
+              : {}),
+            sentinels: deployment.sentinels,
+            name: deployment.name,
+            // Told of a new primary by the sentinels, rather than by failing
+            // commands (and kept from ending by it: sentinel-reconnect.ts).
+            failoverDetector: true,
+            sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+          }),
+        )
       return new Redis(deployment.url, redisOptions)
     },
   }
@@ -167,7 +171,10 @@ function clusterOptions(
  */
 export function duplicateClient(redis: RedisClient, options: ClientOptions = {}): RedisClient {
   const { shardedSubscribers, ...rest } = options
-  if (!isCluster(redis)) return redis.duplicate(rest)
+  if (!isCluster(redis)) {
+    const copy = redis.duplicate(rest)
+    return reconnectsUnlessClosed(redis) ? reconnectUnlessClosed(copy) : copy
+  }
   const base = redis.options
   const { retryStrategy, enableOfflineQueue, ...perNode } = rest
   return redis.duplicate([], {

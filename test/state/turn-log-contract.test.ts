@@ -562,24 +562,43 @@ for (const backend of turnLogBackends()) {
         }
       })
 
+      /** The log as a replica that had its first `length` items has it once it is the primary. */
+      const loseAllBut = async (messageId: string, length: number) => {
+        const { meta, stream } = turnLogKeys(inspect.prefix, messageId)
+        const kept = await inspect.client.xrange(stream, '-', '+', 'COUNT', length)
+        await inspect.client.del(stream)
+        for (const [id, fields] of kept) await inspect.client.xadd(stream, id, ...fields)
+        await inspect.client.hset(meta, 'length', length)
+      }
+
       test('items a stale failover lost are written again by their writer, from its mirror', async () => {
         const messageId = await logWith(store, ['a', 'b', 'c'])
-        const { meta, stream } = turnLogKeys(inspect.prefix, messageId)
-        /** The log as a replica that had its first `length` items has it once it is the primary. */
-        const loseAllBut = async (length: number) => {
-          const kept = await inspect.client.xrange(stream, '-', '+', 'COUNT', length)
-          await inspect.client.del(stream)
-          for (const [id, fields] of kept) await inspect.client.xadd(stream, id, ...fields)
-          await inspect.client.hset(meta, 'length', length)
-        }
-        await loseAllBut(1)
+        await loseAllBut(messageId, 1)
         await store.append(messageId, ['d'], 0)
         expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd'])
         // A writer that does not have them (it took the log over) is refused.
         expect(await other.claim(messageId, 1)).toMatchObject({ length: 4 })
-        await loseAllBut(3)
+        await loseAllBut(messageId, 3)
         await expect(other.append(messageId, ['e'], 1)).rejects.toThrow('lost items')
         expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
+      })
+
+      test('a finish after a stale failover lost items writes them again first: the log ends whole', async () => {
+        const messageId = await logWith(store, ['a', 'b', 'c'])
+        await loseAllBut(messageId, 1)
+        await store.finish(messageId, 0)
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c'])
+        expect(await other.info(messageId)).toMatchObject({ length: 3, finished: true })
+        expect(await collect(other.read(messageId, 0))).toEqual(['a', 'b', 'c'])
+      })
+
+      test("a stream's last items and its finish, sent together after such a loss, land after what was lost", async () => {
+        const messageId = await logWith(store, ['a', 'b', 'c'])
+        await loseAllBut(messageId, 1)
+        // As a turn's ending writes them (finish.ts endStream): one batch.
+        await Promise.all([store.append(messageId, ['d', 'e'], 0), store.finish(messageId, 0)])
+        expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd', 'e'])
+        expect(await other.info(messageId)).toMatchObject({ length: 5, finished: true })
       })
 
       test('readers on another instance follow live, join while it blocks, end at finish', async () => {

@@ -3,8 +3,11 @@
 // Redis Cluster of `redis-server --cluster-enabled yes` processes (joined with
 // `redis-cli --cluster create`, with replicas when asked), and a primary with
 // a replica watched by three Sentinels (`redis-sentinel`, or
-// `redis-server --sentinel` where that is missing). Only where redis-server
-// and redis-cli are installed (REDIS_DEPLOYMENTS_MISSING says what is not).
+// `redis-server --sentinel` where that is missing). A killed node can come
+// back on its port, empty, as a replica: a Cluster node rejoins under the
+// master that took its slots, a Sentinel data node under the new primary.
+// Only where redis-server and redis-cli are installed
+// (REDIS_DEPLOYMENTS_MISSING says what is not).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,6 +37,12 @@ export interface RedisNode extends HostPort {
   /** SIGSTOP / SIGCONT. */
   freeze(): void
   thaw(): void
+  /**
+   * Starts a killed node again on its port, in its directory (a Cluster node
+   * keeps its identity: nodes-*.conf), empty; as a replica of `replicaOf`
+   * when given (instead of any it was started as). Resolves once it answers.
+   */
+  restart(replicaOf?: HostPort): Promise<void>
   readonly alive: boolean
   /** Kills it if alive (thawed first) and closes its admin client. */
   stop(): Promise<void>
@@ -108,27 +117,31 @@ function startNode(
   adminPassword = security?.password,
 ): RedisNode {
   const port = freePort()
-  const proc = Bun.spawn(
-    [
-      binary,
-      ...args,
-      ...(binary === REDIS_SENTINEL || args.includes('--sentinel')
-        ? ['--port', String(port)]
-        : securityArgs(security, port)),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--daemonize',
-      'no',
-    ],
-    { stdout: 'ignore', stderr: 'ignore' },
-  )
-  processes.push(proc)
+  const spawn = (nodeArgs: string[]) => {
+    const started = Bun.spawn(
+      [
+        binary,
+        ...nodeArgs,
+        ...(binary === REDIS_SENTINEL || nodeArgs.includes('--sentinel')
+          ? ['--port', String(port)]
+          : securityArgs(security, port)),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+      ],
+      { stdout: 'ignore', stderr: 'ignore' },
+    )
+    processes.push(started)
+    return started
+  }
+  let proc = spawn(args)
   const admin = new Redis({
     host: '127.0.0.1',
     port,
@@ -142,7 +155,7 @@ function startNode(
   admin.on('error', () => {})
   admins.push(admin)
   let alive = true
-  return {
+  const node: RedisNode = {
     host: '127.0.0.1',
     port,
     admin,
@@ -156,6 +169,16 @@ function startNode(
     },
     freeze: () => proc.kill('SIGSTOP'),
     thaw: () => proc.kill('SIGCONT'),
+    async restart(replicaOf) {
+      if (alive) throw new Error(`redis on ${port} is still running`)
+      const at = args.indexOf('--replicaof')
+      const own = at < 0 ? args : [...args.slice(0, at), ...args.slice(at + 3)]
+      proc = spawn(
+        replicaOf ? [...own, '--replicaof', replicaOf.host, String(replicaOf.port)] : own,
+      )
+      alive = true
+      await answers(node)
+    },
     async stop() {
       admin.disconnect()
       alive = false
@@ -165,6 +188,7 @@ function startNode(
       await proc.exited
     },
   }
+  return node
 }
 
 async function answers(node: RedisNode): Promise<void> {
@@ -172,6 +196,21 @@ async function answers(node: RedisNode): Promise<void> {
     if (node.admin.status === 'wait') await node.admin.connect()
     return (await node.admin.ping()) === 'PONG'
   }, `redis on ${node.port} answers`)
+}
+
+/** Resolves once `node` is a replica in sync with its primary; says its last ROLE reply if not within ms. */
+async function replicaInSync(node: RedisNode, ms: number): Promise<void> {
+  let role: unknown[] = []
+  await until(
+    async () => {
+      role = await node.admin.role()
+      return role[0] === 'slave' && role[3] === 'connected'
+    },
+    `redis on ${node.port} is a replica in sync`,
+    ms,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message} (its last ROLE reply: ${JSON.stringify(role)})`)
+  })
 }
 
 function tempDir(label: string): string {
@@ -190,6 +229,13 @@ export interface PrivateCluster {
   healthy(ms?: number): Promise<void>
   /** The master serving a slot now. */
   masterOf(slot: number): Promise<RedisNode>
+  /**
+   * Restarts a killed node; it comes back as a replica of the master that
+   * took its slots over. Resolves once it is in sync and the cluster healthy.
+   */
+  rejoin(node: RedisNode, ms?: number): Promise<void>
+  /** Each live node's port and role, and the cluster as the first of them sees it: for failure messages. */
+  view(): Promise<string>
   /** Kills every node. */
   stop(): Promise<void>
 }
@@ -245,6 +291,27 @@ export async function startCluster(
       if (!master) throw new Error(`no master serves slot ${slot}`)
       return master
     },
+    async rejoin(node, ms = 30_000) {
+      await node.restart()
+      await replicaInSync(node, ms).catch(async (error: Error) => {
+        throw new Error(`${error.message}; ${await cluster.view()}`)
+      })
+      await cluster.healthy(ms)
+    },
+    async view() {
+      const live = nodes.filter((node) => node.alive)
+      const roles = await Promise.all(
+        live.map(async (node) => {
+          const role = await node.admin.role().then(
+            (reply) => String(reply[0]),
+            (error: Error) => error.message,
+          )
+          return `${node.port} ${role}`
+        }),
+      )
+      const seen = await live[0]?.admin.cluster('NODES').catch(String)
+      return `roles: ${roles.join(', ')}; CLUSTER NODES on ${live[0]?.port}:\n${seen}`
+    },
     async stop() {
       await Promise.all(nodes.map((node) => node.stop()))
     },
@@ -290,6 +357,14 @@ export interface PrivateSentinels {
   readonly spec: string
   /** The primary's port as the Sentinels report it now. */
   primaryPort(): Promise<number>
+  /** The data node (primary or replica) the Sentinels report as primary now. */
+  primaryNow(): Promise<RedisNode>
+  /**
+   * Restarts a killed data node as a replica of the primary now; resolves
+   * once it is in sync and every Sentinel sees it up, so that it can be
+   * promoted in turn.
+   */
+  rejoin(node: RedisNode, ms?: number): Promise<void>
   /** Kills every process. */
   stop(): Promise<void>
 }
@@ -351,7 +426,7 @@ export async function startSentinels(
       return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2
     })
   }, 'the Sentinels know the replica and each other')
-  return {
+  const watched: PrivateSentinels = {
     name,
     primary,
     replica,
@@ -367,7 +442,48 @@ export async function startSentinels(
         | null
       return Number(address?.[1])
     },
+    async primaryNow() {
+      const port = await watched.primaryPort()
+      const node = [primary, replica].find((data) => data.port === port)
+      if (!node) throw new Error(`the Sentinels name ${port}, not a data node of theirs`)
+      return node
+    },
+    async rejoin(node, ms = 30_000) {
+      const now = await watched.primaryNow()
+      if (now === node) throw new Error(`redis on ${node.port} is the primary`)
+      await node.restart(now)
+      await replicaInSync(node, ms)
+      await until(
+        async () => {
+          const views = await Promise.all(
+            sentinels.map(async (sentinel) => ({
+              primary: (await sentinel.admin.call(
+                'SENTINEL',
+                'GET-MASTER-ADDR-BY-NAME',
+                name,
+              )) as string[],
+              replicas: (await sentinel.admin.call('SENTINEL', 'REPLICAS', name)) as string[][],
+            })),
+          )
+          return views.every(
+            (view) =>
+              Number(view.primary[1]) === now.port &&
+              view.replicas.some((fields) => {
+                const field = (key: string) => fields[fields.indexOf(key) + 1]
+                return (
+                  Number(field('port')) === node.port &&
+                  field('flags') === 'slave' &&
+                  field('master-link-status') === 'ok'
+                )
+              }),
+          )
+        },
+        `every Sentinel sees redis on ${node.port} up as a replica of ${now.port}`,
+        ms,
+      )
+    },
   }
+  return watched
 }
 
 let shared: Promise<PrivateCluster> | undefined

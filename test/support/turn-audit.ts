@@ -1,8 +1,9 @@
 // Sends that stream across a store fault, and the check CONTRACT §19 asks of
-// each once the fault is over: the stream ended with its last items ([DONE]
-// after message_stream_complete and the completion patch), an error item - if
-// any - names a store, never the model, and the stored reply is exactly the
-// text the stream carried.
+// each once the fault is over, on the instance it was sent to: the stream
+// ended with its last items ([DONE] after message_stream_complete and the
+// completion patch), an error item - if any - names a store, never the model,
+// and the stored reply is exactly the text the stream carried
+// (faults/redis-process.test.ts, support/failover-turns.ts).
 import { expect } from 'bun:test'
 import {
   appendedChunks,
@@ -18,24 +19,27 @@ import { completeFrames } from './sse-frames.ts'
 export const STREAMING_MESSAGE = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')
 
 export interface RunningSend {
+  /** The instance it was sent to: where it is read and its reply asked for. */
+  base: string
   userId: string
+  /** What was sent. */
+  message: string
   status: number
   stream?: StreamReading
 }
 
-/** Starts `count` sends of new conversations and reads each until its first appends. */
-export async function startSends(base: string, count: number, tag: string) {
-  const sends: RunningSend[] = await Promise.all(
-    Array.from({ length: count }, async (_, index) => {
-      const userId = `${tag}-${index}-${crypto.randomUUID().slice(0, 8)}`
-      const response = await send(base, userId, STREAMING_MESSAGE)
-      if (response.status !== 200) return { userId, status: response.status }
-      const stream = reading(response)
-      await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= 3)
-      return { userId, status: 200, stream }
-    }),
-  )
-  return sends
+/** Starts a send of a new conversation and, when it answers 200, reads it until `appends` appends. */
+export async function startSend(
+  base: string,
+  userId: string,
+  message = STREAMING_MESSAGE,
+  appends = 3,
+): Promise<RunningSend> {
+  const response = await send(base, userId, message)
+  if (response.status !== 200) return { base, userId, message, status: response.status }
+  const stream = reading(response)
+  await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= appends)
+  return { base, userId, message, status: 200, stream }
 }
 
 /** The reply stored for a conversation's first turn: text and status; polled until it is no longer in progress. */
@@ -67,24 +71,45 @@ export async function storedReply(
   }
 }
 
-/** Reads each 200 send to its end and checks its ending and its stored reply (CONTRACT §19). */
+/** A send read to its end: its body, its conversation, and the reply text it carried. */
+export interface AuditedSend {
+  sent: RunningSend
+  body: string
+  conversationId: string
+  streamed: string
+}
+
+/**
+ * Reads each 200 send to its end, on the instance it was sent to, and checks
+ * its ending and its stored reply (CONTRACT §19); resolves with what each
+ * carried, for more checks.
+ */
 export async function auditSends(
-  base: string,
   sends: readonly RunningSend[],
   storeCode: 'state_unavailable' | 'storage_unavailable',
-) {
+): Promise<AuditedSend[]> {
+  const audited: AuditedSend[] = []
   for (const sent of sends) {
     if (sent.status !== 200 || !sent.stream) continue
     const body = await sent.stream.until(() => false)
     const frames = completeFrames(body)
-    expect(frames.at(-1)).toBe('data: [DONE]\n\n')
+    // These expectations name the user, so a failure says which send it was.
+    expect({ user: sent.userId, last: frames.at(-1) }).toEqual({
+      user: sent.userId,
+      last: 'data: [DONE]\n\n',
+    })
     const items = dataItems(frames.join(''))
     expect(items.at(-1)?.type).toBe('message_stream_complete')
     for (const item of items.filter((entry) => entry.type === 'error'))
       expect([storeCode, 'interrupted']).toContain(item.code as string)
     const conversationId = items[1]?.conversation_id as string
     const streamed = appendedChunks(frames.join('')).join('')
-    const stored = await storedReply(base, sent.userId, conversationId)
-    expect(stored.text).toBe(streamed)
+    const stored = await storedReply(sent.base, sent.userId, conversationId)
+    expect({ user: sent.userId, stored: stored.text }).toEqual({
+      user: sent.userId,
+      stored: streamed,
+    })
+    audited.push({ sent, body, conversationId, streamed })
   }
+  return audited
 }

@@ -10,8 +10,15 @@ export interface ResumeClaims {
   messageId: string
 }
 
+/** How long a resume token is valid after it is issued. */
+const VALID_FOR_SECONDS = 2 * 60 * 60
+
 export interface ResumeTokens {
-  sign(claims: ResumeClaims): Promise<string>
+  /**
+   * A token for the claims, issued at `issuedAt` (Unix seconds; now by
+   * default): signed for the same claims and time, it is the same bytes.
+   */
+  sign(claims: ResumeClaims, issuedAt?: number): Promise<string>
   /** The claims of a valid token; `unauthenticated` for a bad, expired or wrongly signed one. */
   verify(token: string): Promise<ResumeClaims>
 }
@@ -19,13 +26,15 @@ export interface ResumeTokens {
 export function createResumeTokens(secret: string): ResumeTokens {
   const key = importHs256Key(secret)
   return {
-    sign: async (claims) =>
-      new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
+    async sign(claims, issuedAt = Date.now() / 1000) {
+      const iat = Math.floor(issuedAt)
+      return new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setSubject(claims.userId)
-        .setIssuedAt()
-        .setExpirationTime('2h')
-        .sign(await key),
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + VALID_FOR_SECONDS)
+        .sign(await key)
+    },
     async verify(token) {
       try {
         const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'] })

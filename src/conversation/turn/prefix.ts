@@ -1,8 +1,9 @@
 // The first items of a turn's stream (CONTRACT §4.2): delta_encoding, the
 // resume token, one input_message per user message (none for a regenerated
-// reply, §10), and the assistant message's add. Written when the send is accepted, so a queued send already
-// has its token; rebuilt by a runner that finds the log gone (in-process logs
-// after a restart).
+// reply, §10), and the assistant message's add. Written when the send is
+// accepted, so a queued send already has its token; rebuilt, byte for byte,
+// by a runner that finds the log gone (in-process logs after a restart) or
+// writes it back after a store lost it (a flush, a failover).
 
 import {
   type AssistantStart,
@@ -55,14 +56,19 @@ export function prefixFrames(turn: TurnPrefix): string[] {
   ].map(frameOf)
 }
 
-/** A turn's first frames, with the resume token they carry signed for `userId`. */
+/**
+ * A turn's first frames, with the resume token they carry signed for
+ * `userId` as of the turn's creation: built again (a log written back after a
+ * store lost it, reply-log.ts; a log reopened, run.ts), they are the same
+ * bytes its readers were sent when the send was accepted.
+ */
 export async function signedPrefix(
   deps: Pick<TurnDeps, 'tokens'>,
   userId: string,
   turn: Omit<TurnPrefix, 'token'>,
 ): Promise<string[]> {
   const { messageId, conversationId } = turn
-  const token = await deps.tokens.sign({ userId, conversationId, messageId })
+  const token = await deps.tokens.sign({ userId, conversationId, messageId }, turn.createTime)
   return prefixFrames({ ...turn, token })
 }
 

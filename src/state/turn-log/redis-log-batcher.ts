@@ -12,7 +12,11 @@
 // without duplicating anything: each append carries the offset its first item
 // must take (the store tells the batcher each log's length when it opens or
 // claims it), so an append that landed before the failure is recognised and
-// not written twice, and a finish is idempotent anyway.
+// not written twice, and a finish is idempotent anyway. An append or finish
+// that finds its log short of what it expects (a failover to a replica that
+// missed acknowledged items) writes them again first, from the mirror, and
+// the log's later writes in that batch wait behind them: a finish never ends
+// a log without items its readers were sent.
 import type { RedisClient } from '../../storage/redis-connections.ts'
 import { isNoScript } from '../../storage/redis-script.ts'
 import { pipelined, type SlotCommand } from '../../storage/redis-slots.ts'
@@ -44,7 +48,11 @@ interface Op {
   keys: TurnLogKeys
   items: string[]
   fence: number
-  /** The offset an append's first item takes; -1 when unknown (it goes at the end, and is not retried). */
+  /**
+   * The offset an append's first item takes, or the length a finish expects;
+   * -1 when unknown (an append goes at the end, and is not retried; a
+   * finish ends the log at whatever length it has).
+   */
   start: number
   resolve: () => void
   reject: (error: Error) => void
@@ -52,9 +60,11 @@ interface Op {
 
 /** Consecutive appends to one log with one fence become one script call. */
 interface Call {
+  /** What the script does: the op's kind, but for a repair (an append ahead of a finish too). */
+  kind: Op['kind']
   op: Op
   items: string[]
-  /** The offset of the call's first item, or -1 (see Op). */
+  /** The offset of the call's first item, or the length a finish expects, or -1 (see Op). */
   start: number
   ops: Op[]
   /** Items a failover lost, written again ahead of the call that found them missing. */
@@ -65,7 +75,7 @@ interface Call {
 
 /** Whether a failed call can be sent again without writing anything twice. */
 const resendable = (calls: Call[]) =>
-  calls.every((call) => call.op.kind === 'finish' || call.start >= 0)
+  calls.every((call) => call.kind === 'finish' || call.start >= 0)
 
 const MAX_OPS_PER_BATCH = 10_000
 /** How long a failing batch is sent again: about a Sentinel or Cluster failover. */
@@ -122,10 +132,10 @@ export class RedisLogBatcher {
   write(kind: Op['kind'], messageId: string, keys: TurnLogKeys, items: string[], fence: number) {
     const tracked = this.next.get(messageId)
     let start = -1
-    if (kind === 'append' && tracked && (tracked.fence ?? fence) === fence) {
+    if (tracked && (tracked.fence ?? fence) === fence) {
       tracked.fence = fence
       start = tracked.offset
-      tracked.offset += items.length
+      if (kind === 'append') tracked.offset += items.length
     }
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ kind, messageId, keys, items, fence, start, resolve, reject })
@@ -178,14 +188,32 @@ export class RedisLogBatcher {
         if (retry) again.push(calls)
         else if (error || !Array.isArray(replies))
           this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
-        else
-          for (const [at, call] of calls.entries()) {
-            const repair = this.repairFor(call, replies[at])
-            if (repair) again.push([repair, call])
-            else this.settle(call, replies[at])
-          }
+        else this.settleOrRepair(calls, replies, again)
       }
       scripts = again
+    }
+  }
+
+  /**
+   * Settles each call of a script call by its reply, but for a call that
+   * found items of its log missing and can write them again: then that
+   * repair, the call and the calls of the same log after it (which found
+   * the same gap) go again, in order, in `again`.
+   */
+  private settleOrRepair(calls: Call[], replies: unknown[], again: Call[][]): void {
+    let behind: Call[] | undefined
+    for (const [at, call] of calls.entries()) {
+      const reply = replies[at]
+      if (behind?.[0]?.op.messageId === call.op.messageId && gapLength(reply) !== undefined) {
+        behind.push(call)
+        continue
+      }
+      behind = undefined
+      const repair = this.repairFor(call, reply)
+      if (repair) {
+        behind = [repair, call]
+        again.push(behind)
+      } else this.settle(call, reply)
     }
   }
 
@@ -194,9 +222,9 @@ export class RedisLogBatcher {
     const first = calls[0] as Call
     const keys: string[] = [this.unfinishedOf(first.op.messageId)]
     const args: (string | number)[] = [now, this.ttl.openMs, this.ttl.retentionMs]
-    for (const { op, items, start } of calls) {
+    for (const { kind, op, items, start } of calls) {
       keys.push(op.keys.meta, op.keys.stream)
-      if (op.kind === 'finish') args.push('f', op.fence, 1, -1, op.messageId)
+      if (kind === 'finish') args.push('f', op.fence, 1, start, op.messageId)
       else {
         args.push('a', op.fence, items.length, start)
         for (const item of items) args.push(item)
@@ -212,8 +240,8 @@ export class RedisLogBatcher {
   }
 
   /**
-   * For an append refused because its log lost acknowledged items (a
-   * failover to a replica that missed them), an append of those items from
+   * For an append or finish refused because its log lost acknowledged items
+   * (a failover to a replica that missed them), an append of those items from
    * this process's mirror, to go ahead of it; once per call.
    */
   private repairFor(call: Call, reply: unknown): Call | undefined {
@@ -222,7 +250,7 @@ export class RedisLogBatcher {
     call.repaired = true
     const items = this.hooks.appendedItems(call.op.messageId, length, call.start)
     if (!items || items.length === 0) return undefined
-    return { op: call.op, items, start: length, ops: [], repair: true }
+    return { kind: 'append', op: call.op, items, start: length, ops: [], repair: true }
   }
 
   /** Settles one call's ops with its reply from the script: an offset or length, or an error code. */
@@ -237,7 +265,7 @@ export class RedisLogBatcher {
       for (const op of call.ops) op.reject(error)
       return
     }
-    if (call.op.kind === 'append') this.hooks.appended(id, reply, call.items)
+    if (call.kind === 'append') this.hooks.appended(id, reply, call.items)
     else {
       this.untrack(id)
       this.hooks.finished(id, reply)
@@ -316,7 +344,7 @@ function coalesce(batch: Op[]): Call[][] {
       last.ops.push(op)
       continue
     }
-    calls.push({ op, items: [...op.items], start: op.start, ops: [op] })
+    calls.push({ kind: op.kind, op, items: [...op.items], start: op.start, ops: [op] })
   }
   return [...logs.values()]
 }

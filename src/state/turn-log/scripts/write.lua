@@ -4,8 +4,8 @@
 -- KEYS: the unfinished set, then meta and stream of each write, in pairs.
 -- ARGV: nowMs, openTtlMs, retentionMs, then per write: kind (`a` append, `f`
 -- finish), fence, item count, start (the offset an append's first item takes,
--- or -1: at the end), the items (for a finish, one: the message id, taken off
--- the unfinished set). Returns one reply per write, in order: for an append
+-- the length a finish expects, or -1: at the end, whatever the length), the
+-- items (for a finish, one: the message id, taken off the unfinished set). Returns one reply per write, in order: for an append
 -- the offset of its first item, for a finish the log's length, or an error
 -- code (a string: TURNLOG_MISSING, _FENCED, _FINISHED, _GAP:<length>,
 -- _BROKEN) when the fence check, the state or the stream refuses it; one
@@ -18,7 +18,8 @@
 -- already past its items means it landed then (it answers its start and
 -- writes nothing); a log short of its start lost acknowledged writes (a
 -- failover to a replica that had not got them): GAP:<length>, and the batcher
--- writes them again from its mirror if it can.
+-- writes them again from its mirror if it can. So does a finish whose log is
+-- short of the length it expects: it would end the log without them.
 -- The open expiry is renewed on both keys only when the meta's `renewAt` has
 -- passed (half the open expiry after the last renewal; a log opened without
 -- items has none, so the append that creates its stream renews): an open log
@@ -39,6 +40,8 @@ for k = 2, #KEYS, 2 do
   local m = redis.call('HMGET', meta, 'fence', 'length', 'finished', 'renewAt')
   if not m[1] then reply = 'TURNLOG_MISSING'
   elseif fence < tonumber(m[1]) then reply = 'TURNLOG_FENCED'
+  elseif kind == 'f' and m[3] ~= '1' and start >= 0 and tonumber(m[2]) < start then
+    reply = 'TURNLOG_GAP:' .. m[2]
   elseif kind == 'f' then
     reply = tonumber(m[2])
     if m[3] ~= '1' then
