@@ -137,8 +137,11 @@ describeInstances(
             await streamThroughFailover(instances(), await streamer(), async () => {
               await killed.kill()
               await until(
-                async () => (await watched.primaryPort()) !== killed.port,
-                'the Sentinels promoted the replica',
+                async () => {
+                  const agreed = await watched.agreedPrimary()
+                  return agreed !== undefined && agreed !== killed
+                },
+                'every Sentinel names the promoted replica',
                 30_000,
               )
               // Back as a replica of the new primary, while the turns stream

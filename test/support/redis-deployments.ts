@@ -359,10 +359,14 @@ export interface PrivateSentinels {
   primaryPort(): Promise<number>
   /** The data node (primary or replica) the Sentinels report as primary now. */
   primaryNow(): Promise<RedisNode>
+  /** The data node every Sentinel names as primary; undefined while they disagree (a failover under way). */
+  agreedPrimary(): Promise<RedisNode | undefined>
   /**
    * Restarts a killed data node as a replica of the primary now; resolves
-   * once it is in sync and every Sentinel sees it up, so that it can be
-   * promoted in turn.
+   * once the deployment is whole again: every Sentinel names one primary and
+   * sees the other data node up as its replica, in sync. Which node is
+   * primary may change meanwhile (Sentinels that still saw the restarted
+   * node as their primary may fail over once more): ask primaryNow().
    */
   rejoin(node: RedisNode, ms?: number): Promise<void>
   /** Kills every process. */
@@ -448,39 +452,56 @@ export async function startSentinels(
       if (!node) throw new Error(`the Sentinels name ${port}, not a data node of theirs`)
       return node
     },
+    async agreedPrimary() {
+      const ports = await Promise.all(
+        sentinels.map(async (sentinel) => {
+          const address = (await sentinel.admin.call(
+            'SENTINEL',
+            'GET-MASTER-ADDR-BY-NAME',
+            name,
+          )) as string[] | null
+          return Number(address?.[1])
+        }),
+      )
+      if (!ports.every((port) => port === ports[0])) return undefined
+      return [primary, replica].find((data) => data.port === ports[0])
+    },
     async rejoin(node, ms = 30_000) {
       const now = await watched.primaryNow()
       if (now === node) throw new Error(`redis on ${node.port} is the primary`)
       await node.restart(now)
-      await replicaInSync(node, ms)
+      let seen = ''
       await until(
         async () => {
-          const views = await Promise.all(
-            sentinels.map(async (sentinel) => ({
-              primary: (await sentinel.admin.call(
-                'SENTINEL',
-                'GET-MASTER-ADDR-BY-NAME',
-                name,
-              )) as string[],
-              replicas: (await sentinel.admin.call('SENTINEL', 'REPLICAS', name)) as string[][],
-            })),
-          )
-          return views.every(
-            (view) =>
-              Number(view.primary[1]) === now.port &&
-              view.replicas.some((fields) => {
-                const field = (key: string) => fields[fields.indexOf(key) + 1]
-                return (
-                  Number(field('port')) === node.port &&
-                  field('flags') === 'slave' &&
-                  field('master-link-status') === 'ok'
-                )
-              }),
+          seen = 'the Sentinels disagree on the primary'
+          const agreed = await watched.agreedPrimary()
+          const other = agreed === primary ? replica : primary
+          if (!agreed) return false
+          const roles = await Promise.all([agreed.admin.role(), other.admin.role()])
+          seen = `primary ${agreed.port}, ROLE replies ${JSON.stringify(roles)}`
+          const [primaryRole, replicaRole] = roles
+          if (primaryRole[0] !== 'master' || replicaRole[0] !== 'slave') return false
+          if (Number(replicaRole[2]) !== agreed.port || replicaRole[3] !== 'connected') return false
+          const views = (await Promise.all(
+            sentinels.map((sentinel) => sentinel.admin.call('SENTINEL', 'REPLICAS', name)),
+          )) as string[][][]
+          seen += `; the Sentinels' replicas ${JSON.stringify(views)}`
+          return views.every((replicas) =>
+            replicas.some((fields) => {
+              const field = (key: string) => fields[fields.indexOf(key) + 1]
+              return (
+                Number(field('port')) === other.port &&
+                field('flags') === 'slave' &&
+                field('master-link-status') === 'ok'
+              )
+            }),
           )
         },
-        `every Sentinel sees redis on ${node.port} up as a replica of ${now.port}`,
+        'a primary and its replica in sync, both up, as every Sentinel sees them',
         ms,
-      )
+      ).catch((error: Error) => {
+        throw new Error(`${error.message} (last seen: ${seen})`)
+      })
     },
   }
   return watched
