@@ -16,7 +16,13 @@ import { migrate } from '../../src/storage/migrate.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
 import { TEST_DATABASE_URL, uniqueName } from '../support/backends.ts'
 import { type PrivateRedis, privateRedis, REDIS_SERVER } from '../support/redis-server.ts'
-import { killAllServers, type Server, sleep, startReadyServer } from '../support/server-process.ts'
+import {
+  killAllServers,
+  type Server,
+  send,
+  sleep,
+  startReadyServer,
+} from '../support/server-process.ts'
 import { auditSends, type RunningSend, startSend } from '../support/turn-audit.ts'
 
 const RUNS = 2
@@ -106,8 +112,28 @@ for (const deployment of DEPLOYMENTS)
       await drop()
     }, 30_000)
 
+    /**
+     * Each instance takes a send again, read to its end: after the previous
+     * fault its turn state may refuse for a moment more (its breaker closes
+     * at its next probe), which is not what the next fault tests.
+     */
+    async function acceptingSends(): Promise<void> {
+      for (const server of servers) {
+        const deadline = Date.now() + 30_000
+        for (;;) {
+          const response = await send(server.base, `ready-${crypto.randomUUID()}`, 'Ready?')
+          const body = await response.text()
+          if (response.status === 200 && body.includes('data: [DONE]')) break
+          if (Date.now() > deadline)
+            throw new Error(`${server.base} takes no send: ${response.status} ${body}`)
+          await sleep(200)
+        }
+      }
+    }
+
     /** Three sends spread over the instances; each is read and audited where it was sent. */
     async function sendsOverInstances(tag: string): Promise<RunningSend[]> {
+      await acceptingSends()
       const started = await Promise.all(
         [0, 1, 2].map((index) =>
           startSend(
