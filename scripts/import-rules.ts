@@ -209,7 +209,7 @@ export const IMPORT_RULES: ImportRule[] = [
   {
     folder: 'src/conversation/model/',
     readme: 'src/conversation/model/README.md',
-    mayImport: ['eventsource-parser', 'gpt-tokenizer'],
+    mayImport: ['src/storable-text.ts', 'eventsource-parser', 'gpt-tokenizer'],
     facing: ['elysia'],
     why: 'the model providers know nothing of how conversations are stored',
   },
@@ -264,6 +264,7 @@ export const IMPORT_RULES: ImportRule[] = [
     readme: 'src/conversation/turn/README.md',
     mayImport: [
       ERRORS,
+      'src/storable-text.ts',
       MESSAGES,
       'src/conversation/sql/',
       'src/conversation/reads/',

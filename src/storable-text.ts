@@ -3,7 +3,17 @@
 // (not Unicode: the driver would store U+FFFD), no JSON nested absurdly deep.
 // Pure checks, shared by the HTTP input guard (http/input-guard.ts) and the
 // import of a chatgpt.com export (conversation/management/import), which
-// reads its body itself.
+// reads its body itself; and the one replacement of what is not storable,
+// for text the service did not get from a client (a model's output).
+
+/** What stands for a character that cannot be stored. */
+export const REPLACEMENT = '\uFFFD'
+
+/** The text with every NUL and lone surrogate as U+FFFD: storable, and as close to the text as can be. */
+export function toStorableText(text: string): string {
+  const wellFormed = text.isWellFormed() ? text : text.toWellFormed()
+  return wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', REPLACEMENT) : wellFormed
+}
 
 /** Deepest nesting of arrays and objects a request body may have. */
 export const MAX_JSON_DEPTH = 64

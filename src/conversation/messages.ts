@@ -56,6 +56,45 @@ export const ROOT_ID = 'client-created-root'
 /** How a reply came to be (CONTRACT §9-§10): answering new messages, or regenerated. */
 export type MessageType = 'next' | 'variant'
 
+/** How a reply ended: its completion patch's `finish_details.type`. */
+export type FinishType = 'stop' | 'interrupted' | 'error'
+
+/**
+ * A turn: the reply to a send, from its acceptance to its end - what a runner
+ * needs to run (or finish) it. Its row is the queue's entry (sql/turn-repository.ts).
+ */
+export interface Turn {
+  messageId: string
+  conversationId: string
+  userId: string
+  seq: number
+  /** Unix seconds with a fraction, as streamed in the assistant message. */
+  createTime: number
+  metadata: ReplyMetadata
+  /** Fencing token of the runner that claimed it; null while it has never run. */
+  runToken: number | null
+  /**
+   * The instructions its conversation keeps (an import's: migration 009), in
+   * place of the user's current ones; null for the user's current ones.
+   */
+  conversationInstructions: string | null
+}
+
+/** Stored with the reply: what it was produced with and how it ended. */
+export interface ReplyMetadata {
+  model_slug: string
+  /** The user message the reply answers (also its parent in the tree). */
+  parent_id: string
+  /** Absent on replies stored before branches: `next`. */
+  message_type?: MessageType
+  temperature?: number
+  /** OpenAI's reasoning effort the send asked for (model/reasoning-effort.ts). */
+  reasoning_effort?: string
+  /** The turn that created the conversation: it streams the title (CONTRACT §11). */
+  first_turn?: true
+  finish_details?: { type: FinishType }
+}
+
 /** A message as stored and as kept in the context list. */
 export interface StoredMessage {
   id: string

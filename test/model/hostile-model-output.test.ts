@@ -6,7 +6,7 @@
 // U+FFFD, an emoji cut between two chunks whole; the title is stored too.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { modelEvents } from '../../src/conversation/model/model-events.ts'
-import { storableText } from '../../src/conversation/model/storable-output.ts'
+import { toStorableText } from '../../src/storable-text.ts'
 import { describeEachBackend } from '../support/backend-apps.ts'
 import {
   conversationIdOf,
@@ -77,5 +77,5 @@ test("a text-only model's chunks keep a pair cut between chunks, replace what is
   expect(await collect(['end\ud83c'])).toEqual(['end', '\uFFFD'])
   expect(await collect(['\u0000', '\udc00', 'ok'])).toEqual(['\uFFFD', '\uFFFD', 'ok'])
   expect(await collect(['plain', ' text'])).toEqual(['plain', ' text'])
-  expect(storableText('a\u0000b\ud800c')).toBe('a\uFFFDb\uFFFDc')
+  expect(toStorableText('a\u0000b\ud800c')).toBe('a\uFFFDb\uFFFDc')
 })

@@ -4,8 +4,10 @@
 // streams, each made storable on its own (a surrogate pair cut between two
 // deltas of one stays whole); a tool call's name and arguments are storable
 // text too, since both are stored and streamed (CONTRACT §21).
+
+import { toStorableText } from '../../storable-text.ts'
 import type { ModelEvent, ModelProvider, ModelRequest } from './provider.ts'
-import { StorableStream, storableText } from './storable-output.ts'
+import { StorableStream } from './storable-output.ts'
 
 /** The reply's events, in order, storable; no text or reasoning event is empty. */
 export function modelEvents(
@@ -39,7 +41,11 @@ async function* typedEvents(events: AsyncIterable<ModelEvent>): AsyncGenerator<M
       const { id, name, arguments: args } = event.call
       yield {
         type: 'tool_call',
-        call: { id: storableText(id), name: storableText(name), arguments: storableText(args) },
+        call: {
+          id: toStorableText(id),
+          name: toStorableText(name),
+          arguments: toStorableText(args),
+        },
       }
       continue
     }

@@ -4,17 +4,12 @@
 // store something else than was streamed). Each becomes U+FFFD, so the reply
 // is stored exactly as it streamed instead of failing its final write - except
 // a high surrogate that ends a chunk, which waits for the low one the next
-// chunk may begin with (an emoji cut between two deltas stays whole).
+// chunk may begin with (an emoji cut between two deltas stays whole). The
+// replacement itself is storable-text.ts's, with the checks of what is storable.
 
-const REPLACEMENT = '\uFFFD'
+import { REPLACEMENT, toStorableText } from '../../storable-text.ts'
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
-
-/** The text with every NUL and lone surrogate as U+FFFD. */
-export function storableText(text: string): string {
-  const wellFormed = text.isWellFormed() ? text : text.toWellFormed()
-  return wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', REPLACEMENT) : wellFormed
-}
 
 /** One stream of chunks made storable, chunk by chunk (a cut surrogate pair carried over). */
 export class StorableStream {
@@ -28,7 +23,7 @@ export class StorableStream {
       this.carried = text.slice(-1)
       text = text.slice(0, -1)
     }
-    return text === '' ? '' : storableText(text)
+    return text === '' ? '' : toStorableText(text)
   }
 
   /** What is left once the stream ended: a lone high surrogate, as U+FFFD. */

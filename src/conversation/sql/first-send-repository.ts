@@ -8,8 +8,7 @@
 // on postgres.js and PGlite.
 import { conflict } from '../../errors.ts'
 import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../../storage/db.ts'
-import { dateOf, type StoredMessage, userMetadata } from '../messages.ts'
-import type { ReplyMetadata } from './turn-repository.ts'
+import { dateOf, type ReplyMetadata, type StoredMessage, userMetadata } from '../messages.ts'
 
 export interface FirstSend {
   userId: string

@@ -5,48 +5,17 @@
 import type { Queryable } from '../../storage/db.ts'
 import {
   attachmentsOf,
-  type MessageType,
+  type FinishType,
   orderedContent,
+  type ReplyMetadata,
   type StoredMessage,
   type TextContent,
+  type Turn,
   type UserContent,
 } from '../messages.ts'
-import { type FinishType, statusOf } from '../stream/encoding.ts'
+import { statusOf } from '../stream/encoding.ts'
 import type { StepRecord } from '../stream/reply-items.ts'
 import type { MessageWire } from './tree-repository.ts'
-
-/** What a runner needs to run (or finish) a queued turn. */
-export interface QueuedTurn {
-  messageId: string
-  conversationId: string
-  userId: string
-  seq: number
-  /** Unix seconds with a fraction, as streamed in the assistant message. */
-  createTime: number
-  metadata: ReplyMetadata
-  /** Fencing token of the runner that claimed it; null while it has never run. */
-  runToken: number | null
-  /**
-   * The instructions its conversation keeps (an import's: migration 009), in
-   * place of the user's current ones; null for the user's current ones.
-   */
-  conversationInstructions: string | null
-}
-
-/** Stored with the reply: what it was produced with and how it ended. */
-export interface ReplyMetadata {
-  model_slug: string
-  /** The user message the reply answers (also its parent in the tree). */
-  parent_id: string
-  /** Absent on replies stored before branches: `next`. */
-  message_type?: MessageType
-  temperature?: number
-  /** OpenAI's reasoning effort the send asked for (model/reasoning-effort.ts). */
-  reasoning_effort?: string
-  /** The turn that created the conversation: it streams the title (CONTRACT §11). */
-  first_turn?: true
-  finish_details?: { type: FinishType }
-}
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 
@@ -111,7 +80,7 @@ type TurnRow = {
 const TURN_COLUMNS = `m.id, m.conversation_id, c.user_id, m.seq::int AS seq, m.created_at, m.metadata,
   m.run_token::text AS run_token, c.instructions`
 
-const toTurn = (row: TurnRow): QueuedTurn => ({
+const toTurn = (row: TurnRow): Turn => ({
   messageId: row.id,
   conversationId: row.conversation_id,
   userId: row.user_id,
@@ -228,7 +197,7 @@ export async function storedReply(
 /** What claiming a conversation's next turn found. */
 export interface NextTurn {
   /** The conversation's oldest unfinished turn. */
-  turn: QueuedTurn
+  turn: Turn
   /** Set when this claim took it; undefined when it is claimed under a newer token. */
   claim?: TurnClaim
   /** Whether unfinished turns follow it in the queue. */
@@ -308,7 +277,7 @@ export async function claimNextTurn(
  * Records a stop for an unfinished turn, so that a runner claiming it later
  * ends it at once; false when the turn is no longer unfinished.
  */
-export async function requestStop(db: Queryable, turn: QueuedTurn): Promise<boolean> {
+export async function requestStop(db: Queryable, turn: Turn): Promise<boolean> {
   const rows = await db.query(
     `UPDATE messages SET stop_requested = true
       WHERE conversation_id = $1 AND id = $2 AND status = 'in_progress' RETURNING 1`,
@@ -373,7 +342,7 @@ export async function checkpointReplies(
  */
 export async function finishReply(
   db: Queryable,
-  turn: QueuedTurn,
+  turn: Turn,
   token: number,
   reply: { text: string; finish: FinishType; steps?: ReplySteps },
 ): Promise<{ title: string } | undefined> {
@@ -453,7 +422,7 @@ function stepRow(step: StepRecord) {
  * The user messages a turn stored: those stored with it, just before its
  * reply; none for a regenerated reply (it answers a message stored earlier).
  */
-export async function turnInputs(db: Queryable, turn: QueuedTurn): Promise<StoredMessage[]> {
+export async function turnInputs(db: Queryable, turn: Turn): Promise<StoredMessage[]> {
   if (turn.metadata.message_type === 'variant') return []
   const rows = await db.query<{
     id: string

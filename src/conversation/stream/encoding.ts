@@ -1,7 +1,9 @@
 // Pure builders of the "delta_encoding v1" stream items (CONTRACT §4.2-§4.3,
 // §9, §11-§12) and their SSE frames. Every item is encoded once, when it enters the
 // turn log; subscribers only copy frames.
-import type { StreamMessage } from '../messages.ts'
+import type { FinishType, StreamMessage } from '../messages.ts'
+
+export type { FinishType }
 
 export interface StreamItem {
   event?: 'delta_encoding' | 'delta'
@@ -63,7 +65,6 @@ export const appendFrame = (chunk: string): string =>
  * user or a shutdown: a finished reply, CONTRACT §12) or `error` (the model
  * failed, or its runner died: a partial one, §4.3 and §13).
  */
-export type FinishType = 'stop' | 'interrupted' | 'error'
 
 /** The stored status of a reply that ended so. */
 export const statusOf = (finish: FinishType) =>

@@ -16,17 +16,21 @@
 
 import type { Attachment } from '../../files/multimodal-message.ts'
 import { allInOrder } from '../../storage/db.ts'
-import type { StoredMessage, UserContent } from '../messages.ts'
-import { textOf, titleFrom, turnStepTime, unixSeconds } from '../messages.ts'
+import {
+  type ReplyMetadata,
+  type StoredMessage,
+  type Turn,
+  textOf,
+  titleFrom,
+  turnStepTime,
+  type UserContent,
+  unixSeconds,
+} from '../messages.ts'
 import { lockOwnConversation } from '../sql/conversations-repository.ts'
 import { type FirstSend, storeFirstSend } from '../sql/first-send-repository.ts'
 import { insertMessages } from '../sql/messages-repository.ts'
 import { insertSendKey } from '../sql/send-keys-repository.ts'
-import {
-  insertReplyPlaceholder,
-  type QueuedTurn,
-  type ReplyMetadata,
-} from '../sql/turn-repository.ts'
+import { insertReplyPlaceholder } from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { placeSend, type SendAction } from './placement.ts'
 import { signedPrefix } from './prefix.ts'
@@ -68,7 +72,7 @@ export interface AcceptedTurn {
   /** The user messages stored, in order (none for a variant). */
   inputs: StoredMessage[]
   /** The turn as stored claimed under the lease's token; absent when it queued unclaimed. */
-  claimed?: QueuedTurn
+  claimed?: Turn
 }
 
 /**
@@ -124,7 +128,7 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
   }
   const runToken = leased.value
   const reply: Reply = { id: messageId, createTime, metadata, runToken }
-  let claimed: QueuedTurn | undefined
+  let claimed: Turn | undefined
   try {
     const stored = input.isNew
       ? {

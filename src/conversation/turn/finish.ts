@@ -13,8 +13,9 @@
 // back to the row's last checkpoint.
 import { TurnLogFencedError, type TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
+import type { Turn } from '../messages.ts'
 import { forgetContext, recordReply } from '../reads/context.ts'
-import { finishReply, type QueuedTurn, type ReplySteps } from '../sql/turn-repository.ts'
+import { finishReply, type ReplySteps } from '../sql/turn-repository.ts'
 import {
   completionItem,
   doneItem,
@@ -86,7 +87,7 @@ export const turnIsOver = (outcome: FinishOutcome) =>
 /** Stores and streams the end of a turn. */
 export async function finishTurn(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   token: number,
   ending: TurnEnding,
 ): Promise<FinishOutcome> {
@@ -165,7 +166,7 @@ const STORE_AT_SHUTDOWN_MS = 300
 /** Ends the stream; after a store fault, once more on the restored log. Never throws. */
 async function endStreamOnce(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   token: number,
   streamEnding: StreamEnding,
   restoreLog: (() => Promise<boolean>) | undefined,

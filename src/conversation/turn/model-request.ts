@@ -7,12 +7,11 @@
 import { type ResolvedFile, toModelContent } from '../../files/model-content.ts'
 import { fileIdOf } from '../../files/multimodal-message.ts'
 import { instructionsText, systemText } from '../instructions/instructions.ts'
-import { type StoredMessage, textOf } from '../messages.ts'
+import { type StoredMessage, type Turn, textOf } from '../messages.ts'
 import type { CatalogueModel } from '../model/catalogue.ts'
 import { fitContext } from '../model/context-budget.ts'
 import type { ContextMessage, ModelRequest } from '../model/provider.ts'
 import { ESTIMATE, type TokenCounter, tokenCounter } from '../model/token-count.ts'
-import type { QueuedTurn } from '../sql/turn-repository.ts'
 import type { TurnDeps } from './deps.ts'
 
 /** What one message's documents may take when the model's window is not configured. */
@@ -39,7 +38,7 @@ export type ReadFiles = (ids: readonly string[]) => Promise<ResolvedFile[]>
  */
 export async function modelRequest(
   model: CatalogueModel,
-  turn: Pick<QueuedTurn, 'metadata'>,
+  turn: Pick<Turn, 'metadata'>,
   context: readonly StoredMessage[],
   instructions: string | undefined,
   readFiles: ReadFiles = async () => [],

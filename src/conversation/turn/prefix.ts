@@ -10,9 +10,9 @@ import {
   assistantStartMessage,
   type MessageType,
   type StoredMessage,
+  type Turn,
   userStreamMessage,
 } from '../messages.ts'
-import type { QueuedTurn } from '../sql/turn-repository.ts'
 import {
   assistantAddItem,
   deltaEncodingItem,
@@ -86,7 +86,7 @@ export async function openTurnLog(
 }
 
 /** The reply as a turn's first frames add it: what later frames add again after a step (CONTRACT §21). */
-export const replyStart = (turn: QueuedTurn): AssistantStart => ({
+export const replyStart = (turn: Turn): AssistantStart => ({
   id: turn.messageId,
   createTime: turn.createTime,
   modelSlug: turn.metadata.model_slug,

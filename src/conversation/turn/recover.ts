@@ -8,7 +8,8 @@
 // it ended, and it is stored exactly so. The context list is dropped (the old
 // runner may have pushed part of the turn to it) and rebuilt by the next turn.
 import type { TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
-import type { QueuedTurn, TurnClaim } from '../sql/turn-repository.ts'
+import type { Turn } from '../messages.ts'
+import type { TurnClaim } from '../sql/turn-repository.ts'
 import { appendedText, finishOf, holdsTitle } from '../stream/encoding.ts'
 import { streamedSteps } from '../stream/streamed-steps.ts'
 import type { TurnDeps } from './deps.ts'
@@ -20,7 +21,7 @@ export const INTERRUPTED_DETAIL =
 
 export async function recoverTurn(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   token: number,
   log: TurnLogInfo | undefined,
   checkpoint: Pick<TurnClaim, 'content' | 'checkpointSteps'>,

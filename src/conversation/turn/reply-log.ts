@@ -10,8 +10,7 @@
 // checkpoints: its row's heartbeat (and, with in-process logs, its text and
 // the frames of its steps: every acknowledged frame that is not reply text).
 import { TurnLogFencedError } from '../../state/turn-log/turn-log-store.ts'
-import type { StoredMessage } from '../messages.ts'
-import type { QueuedTurn } from '../sql/turn-repository.ts'
+import type { StoredMessage, Turn } from '../messages.ts'
 import { GAVE_UP, withinGraceOfAbort } from './abort-grace.ts'
 import type { TurnDeps } from './deps.ts'
 import { isTurnLogFault, type LogToRestore, restoreLog } from './log-restore.ts'
@@ -28,7 +27,7 @@ export class StateFaultError extends Error {
 
 /** What a turn's first frames are built from (prefix.ts). */
 export const prefixOf = (
-  turn: QueuedTurn,
+  turn: Turn,
   inputs: readonly StoredMessage[],
 ): Omit<TurnPrefix, 'token'> => ({
   conversationId: turn.conversationId,
@@ -70,7 +69,7 @@ export interface ReplyLog {
 
 export function createReplyLog(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   run: { token: number; signal: AbortSignal },
   inputs: readonly StoredMessage[],
 ): ReplyLog {

@@ -7,11 +7,11 @@
 // most a tick of text.
 import { TurnLogFencedError, type TurnLogInfo } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
-import { type StoredMessage, unixSeconds } from '../messages.ts'
+import { type StoredMessage, type Turn, unixSeconds } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
 import { contextForTurn } from '../reads/context.ts'
-import { type QueuedTurn, type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
+import { type TurnClaim, turnInputs } from '../sql/turn-repository.ts'
 import { firstTokenMarkerItem, frameOf } from '../stream/encoding.ts'
 import { ReplyItems } from '../stream/reply-items.ts'
 import { AttachmentReadError, readAttachments } from './attachments.ts'
@@ -58,7 +58,7 @@ export interface TurnProgress {
 /** Runs a turn claimed with run.token; resolves true once it is over, false when it is not this runner's to end. */
 export async function runTurn(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   claim: TurnClaim,
   run: TurnRun,
 ): Promise<boolean> {
@@ -90,7 +90,7 @@ export async function runTurn(
 /** A log that did not survive (in-process logs after a restart) starts again. */
 async function reopenLog(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   inputs: readonly StoredMessage[],
   token: number,
 ): Promise<void> {
@@ -100,7 +100,7 @@ async function reopenLog(
 
 async function streamReply(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   run: TurnRun,
   inputs: readonly StoredMessage[],
 ): Promise<boolean> {

@@ -16,12 +16,11 @@
 // runner look again after giving the lease back.
 import type { ConversationLeases, Lease } from '../../state/conversation-leases.ts'
 import type { StopChannel } from '../../state/stop-channel.ts'
-import type { StoredMessage } from '../messages.ts'
+import type { StoredMessage, Turn } from '../messages.ts'
 import {
   claimNextTurn,
   conversationsWithTurns,
   nextTurn,
-  type QueuedTurn,
   type TurnClaim,
 } from '../sql/turn-repository.ts'
 import { endAbandonedStreams } from './abandoned-streams.ts'
@@ -40,7 +39,7 @@ export interface RunnerDeps extends TurnDeps {
 interface Drive {
   lease?: Lease
   /** A turn stored claimed under `lease` as it was accepted here: run first, without claiming it. */
-  first?: QueuedTurn
+  first?: Turn
   /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
   inputs: Map<string, readonly StoredMessage[]>
   /** The turn running now and how to abort it. */
@@ -235,7 +234,7 @@ export function createTurnRunner(deps: RunnerDeps) {
     conversationId: string,
     messageId: string,
     inputs: readonly StoredMessage[],
-    taken?: { lease: Lease; claimed?: QueuedTurn },
+    taken?: { lease: Lease; claimed?: Turn },
   ): void {
     if (!taken) {
       kick(conversationId)?.inputs.set(messageId, inputs)

@@ -12,12 +12,12 @@
 // that the model's answer is dropped (its request aborted, never stored) and
 // the first-message title streams. So the stored title, the list and the
 // streamed item agree, and a slow title model never holds the ending up.
+
 import { setTimeout as sleep } from 'node:timers/promises'
-import { type StoredMessage, textOf, titleFrom } from '../messages.ts'
+import { toStorableText } from '../../storable-text.ts'
+import { type StoredMessage, type Turn, textOf, titleFrom } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
-import { storableText } from '../model/storable-output.ts'
 import { storeTitle } from '../sql/title-repository.ts'
-import type { QueuedTurn } from '../sql/turn-repository.ts'
 import { type FinishType, frameOf, titleGenerationItem } from '../stream/encoding.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import type { ReplyLog } from './reply-log.ts'
@@ -34,7 +34,7 @@ export interface TitledReplyLog extends ReplyLog {
   endingTitle?: EndingTitle
 }
 
-const isFirstTurn = (turn: QueuedTurn) => turn.metadata.first_turn === true
+const isFirstTurn = (turn: Turn) => turn.metadata.first_turn === true
 
 /** Resolves to `pending`'s value, or to undefined when it has not settled within `ms`. */
 async function within<T>(pending: Promise<T>, ms: number): Promise<T | undefined> {
@@ -55,7 +55,7 @@ async function within<T>(pending: Promise<T>, ms: number): Promise<T | undefined
  */
 export function titledReplyLog(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   inputs: readonly StoredMessage[],
   log: ReplyLog,
   signal: AbortSignal,
@@ -111,7 +111,7 @@ interface Naming {
 
 function startNaming(
   deps: TurnDeps,
-  turn: QueuedTurn,
+  turn: Turn,
   userText: string,
   stored: string,
   signal: AbortSignal,
@@ -130,7 +130,7 @@ function startNaming(
   async function name(write: NonNullable<typeof provider.title>): Promise<string> {
     let written: string
     try {
-      written = titleFrom(storableText(await write({ userText, signal: asking.signal })))
+      written = titleFrom(toStorableText(await write({ userText, signal: asking.signal })))
     } catch (error) {
       if (!dropped())
         deps.warn(
@@ -170,7 +170,7 @@ function startNaming(
  * turn): the title as stored, for a first turn whose log holds no title yet.
  */
 export function storedEndingTitle(
-  turn: QueuedTurn,
+  turn: Turn,
   storedTitle: string | undefined,
   titleStreamed: boolean,
 ): string | undefined {
