@@ -266,6 +266,7 @@ export const IMPORT_RULES: ImportRule[] = [
       ERRORS,
       'src/storable-text.ts',
       MESSAGES,
+      'src/conversation/input-content.ts',
       'src/conversation/sql/',
       'src/conversation/reads/',
       'src/conversation/stream/',

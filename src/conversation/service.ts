@@ -4,13 +4,12 @@
 // as parameters and knows nothing of HTTP.
 import { randomUUID } from 'node:crypto'
 import { busy, invalid, notFound, unauthenticated } from '../errors.ts'
-import type { ConversationLeases, Lease } from '../state/conversation-leases.ts'
+import type { ConversationLeases } from '../state/conversation-leases.ts'
 import type { StopChannel } from '../state/stop-channel.ts'
 import type { TurnLogStore } from '../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../storage/cache.ts'
 import type { Db } from '../storage/db.ts'
 import { createConduitTokens } from './conduit-token.ts'
-import type { InputContent } from './input-content.ts'
 import { createInstructionsStore } from './instructions/store.ts'
 import { exportStream } from './management/export/export-stream.ts'
 import { importConversations } from './management/import/import-conversations.ts'
@@ -25,16 +24,15 @@ import { isOwnConversation } from './sql/conversations-repository.ts'
 import { nextTurn, requestStop, runningTurn, storedReply } from './sql/turn-repository.ts'
 import { createResumeTokens } from './stream/resume-token.ts'
 import type { TurnStream } from './stream/sse-response.ts'
-import { acceptTurn } from './turn/accept.ts'
 import { type AttachmentFiles, checkAttachments } from './turn/attachments.ts'
 import type { TurnDeps } from './turn/deps.ts'
 import { chooseModel } from './turn/model-choice.ts'
 import { type ConversationObserver, silentObserver } from './turn/observer.ts'
-import type { SendAction } from './turn/placement.ts'
 import { createReplyCheckpoints } from './turn/reply-checkpoints.ts'
 import { createTurnRequestIds } from './turn/request-ids.ts'
 import { isRetriedSend, originalOfRetry } from './turn/retried-send.ts'
 import { createTurnRunner, type LeftTurn } from './turn/runner.ts'
+import type { Send } from './turn/send.ts'
 import { readTurnStream } from './turn/stream-reader.ts'
 import type { TurnTools } from './turn/tool-loop.ts'
 
@@ -74,25 +72,6 @@ export interface ConversationServiceOptions {
   titleModel?: string
   /** How long a reply's ending waits for a title model still at work (2 s when absent). */
   titleWaitMs?: number
-}
-
-export interface SendRequest {
-  userId: string
-  /** Absent: a new conversation. */
-  conversationId?: string
-  /** Each with its content and attachments as input-content.ts read them. */
-  messages: ({ id?: string } & InputContent)[]
-  temperature?: number
-  /** The send's `model`: a slug, or `auto` / empty / absent for the conversation's model. */
-  model?: string | null
-  /** OpenAI's reasoning effort the send asked for (model/reasoning-effort.ts). */
-  reasoningEffort?: string
-  /** `next` answers the messages; `variant` answers again the stored user message named. */
-  action: SendAction
-  /** Absent (the current node), `client-created-root`, or a message id of the conversation. */
-  parentMessageId?: string
-  /** The send's request id (the access log's), for the turn's own log lines. */
-  requestId?: string
 }
 
 export interface ResumeRequest {
@@ -174,22 +153,11 @@ export function createConversationService(options: ConversationServiceOptions) {
   const runner = createTurnRunner({
     ...deps,
     stopTurns: shutdown,
+    requestIds,
     leases: options.leases,
     stops: options.stops,
     leaseMs: options.leaseMs,
   })
-
-  /** Sends to one conversation accepted here, chained so they queue in arrival order. */
-  const accepting = new Map<string, Promise<unknown>>()
-  function inArrivalOrder<T>(conversationId: string, accept: () => Promise<T>): Promise<T> {
-    const accepted = (accepting.get(conversationId) ?? Promise.resolve()).then(accept, accept)
-    const settled = accepted.catch(() => {})
-    accepting.set(conversationId, settled)
-    void settled.then(() => {
-      if (accepting.get(conversationId) === settled) accepting.delete(conversationId)
-    })
-    return accepted
-  }
 
   const streamOf = (
     turn: { conversationId: string; messageId: string },
@@ -228,79 +196,25 @@ export function createConversationService(options: ConversationServiceOptions) {
      * stream from the first item; the turn runs wherever the conversation's
      * lease is held, after the turns accepted before it.
      */
-    async send(request: SendRequest): Promise<TurnStream> {
+    async send(send: Send): Promise<TurnStream> {
       if (runner.size >= options.maxConversations)
         throw busy(
           'The server is busy with too many conversations; try again shortly.',
           CAPACITY_RETRY_AFTER_SECONDS,
         )
-      const isNew = request.conversationId === undefined
       // An unknown model is refused before anything is stored.
       const choice = await chooseModel(deps, {
-        requested: request.model,
-        conversationId: request.conversationId,
-        userId: request.userId,
+        requested: send.model,
+        conversationId: send.conversationId,
+        userId: send.userId,
       })
       // So are files that are not the sender's, and images to a model without vision.
-      if (request.action === 'next')
-        await checkAttachments(options.files, request.userId, request.messages, choice.model)
-      const conversationId = request.conversationId ?? newId()
-      let lease: Lease | undefined
-      const turn = await inArrivalOrder(conversationId, async () => {
-        // With the conversation's lease (always free for a new one), the turn
-        // is stored claimed by this process when nothing is queued before it,
-        // and runs here at once without claiming it.
-        const takeLease = async () => {
-          lease = await runner.leaseToRun(conversationId)
-          return lease?.token
-        }
-        try {
-          return await acceptTurn(deps, {
-            userId: request.userId,
-            conversationId,
-            isNew,
-            messages: request.messages.map((message) => ({
-              id: message.id ?? newId(),
-              content: message.content,
-              attachments: message.attachments,
-            })),
-            temperature: request.temperature,
-            model: choice.model.slug,
-            namesModel: choice.named,
-            reasoningEffort: request.reasoningEffort,
-            action: request.action,
-            parentMessageId: request.parentMessageId,
-            takeLease,
-          })
-        } catch (error) {
-          if (lease)
-            await runner
-              .refused(conversationId, lease)
-              .catch((cause) => warn('could not release a lease', cause))
-          throw error
-        }
-      }).catch(async (refusal: unknown) => ({
+      if (send.action === 'next')
+        await checkAttachments(options.files, send.userId, send.messages, choice.model)
+      const turn = await runner
+        .accept(send, choice)
         // A retried send starts nothing: it answers with its original's stream (CONTRACT §14).
-        retryOf: await originalOfRetry(
-          deps,
-          {
-            ...request,
-            messages: request.messages.map((message) => ({
-              id: message.id,
-              parts: message.content.parts,
-            })),
-          },
-          refusal,
-        ),
-      }))
-      if ('retryOf' in turn) return streamOf(turn.retryOf, 0)
-      requestIds.remember(turn.messageId, request.requestId)
-      runner.accepted(
-        turn.conversationId,
-        turn.messageId,
-        turn.inputs,
-        lease && { lease, ...(turn.claimed ? { claimed: turn.claimed } : {}) },
-      )
+        .catch((refusal: unknown) => originalOfRetry(deps, send, refusal))
       return streamOf(turn, 0)
     },
 

@@ -7,14 +7,13 @@
 // a transaction that locks it and reads its tree first. From then on the turn
 // is queued for whichever instance holds the conversation's lease, and the
 // sender reads the log. When the accepting process takes that lease for the
-// send (takeLease, asked for together with the log's open, so both go out in
+// send (the lease the runner asks for beside the log's open, so both go out in
 // one round trip) and no other turn of the conversation is unfinished, the
 // turn is stored claimed by it and starts there at once, without a claim.
 // The log is opened with fence 0 either way: it is new, so no older writer
 // can hold it, and a runner that takes a dead owner's turn raises its fence
 // with its claim.
 
-import type { Attachment } from '../../files/multimodal-message.ts'
 import { allInOrder } from '../../storage/db.ts'
 import {
   type ReplyMetadata,
@@ -23,7 +22,6 @@ import {
   textOf,
   titleFrom,
   turnStepTime,
-  type UserContent,
   unixSeconds,
 } from '../messages.ts'
 import { lockOwnConversation } from '../sql/conversations-repository.ts'
@@ -32,37 +30,25 @@ import { insertMessages } from '../sql/messages-repository.ts'
 import { insertSendKey } from '../sql/send-keys-repository.ts'
 import { insertReplyPlaceholder } from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
-import { placeSend, type SendAction } from './placement.ts'
+import type { ModelChoice } from './model-choice.ts'
+import { placeSend, type SendPlace } from './placement.ts'
 import { signedPrefix } from './prefix.ts'
+import type { Send } from './send.ts'
 
-export interface SendInput {
-  userId: string
+/** How a send is to be accepted, as its caller (runner.ts) decided. */
+export interface AcceptPlan {
+  /** The send's conversation, or the id chosen for the new one it creates. */
   conversationId: string
-  /** True when the send creates the conversation. */
-  isNew: boolean
+  /** The model that answers (model-choice.ts). */
+  choice: ModelChoice
   /**
-   * Input messages, each with its id already chosen. For a variant: exactly
-   * one, naming the stored user message to answer again (its content unused).
+   * The conversation's lease when this process is to run the turn, asked for
+   * by the runner beside the log's open so both go out in one round trip. With
+   * it the turn is stored claimed by its token (for an existing conversation,
+   * only when no other turn of it is unfinished), so the runner starts it
+   * without a claim. The runner gives it back when acceptTurn throws.
    */
-  messages: { id: string; content: UserContent; attachments: Attachment[] }[]
-  temperature?: number
-  /** The slug of the model that answers (turn/model-choice.ts). */
-  model: string
-  /** The send named that model: a `next` send makes it the conversation's model. */
-  namesModel: boolean
-  /** OpenAI's reasoning effort, for providers that take one. */
-  reasoningEffort?: string
-  action: SendAction
-  /** Absent, `client-created-root`, or the id of the message the send follows. */
-  parentMessageId?: string
-  /**
-   * Takes the conversation's lease for this send, resolving with its fencing
-   * token, or undefined when this process is not to run it. With a token the
-   * turn is stored claimed by it (for an existing conversation, only when no
-   * other turn of it is unfinished), so the runner starts it without a claim.
-   * A caller whose takeLease resolved gives the lease back when acceptTurn throws.
-   */
-  takeLease?: () => Promise<number | undefined>
+  lease: Promise<{ token: number } | undefined>
 }
 
 export interface AcceptedTurn {
@@ -79,46 +65,55 @@ export interface AcceptedTurn {
  * Queues a turn; throws `not_found` (not the user's conversation, unknown
  * message), `conflict` (a stored message id) or `invalid` (a misplaced variant).
  */
-export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<AcceptedTurn> {
-  const { conversationId, userId } = input
-  const variant = input.action === 'variant'
+export async function acceptTurn(
+  deps: TurnDeps,
+  send: Send,
+  plan: AcceptPlan,
+): Promise<AcceptedTurn> {
+  const { userId } = send
+  const { conversationId } = plan
+  const model = plan.choice.model.slug
+  const variant = send.action === 'variant'
+  // Each input message with its id: the client's, else a new one.
+  const messages = send.messages.map((message) => ({ ...message, id: message.id ?? deps.newId() }))
   // Each message of the turn a step later than the one before: the reply is
   // later than what it answers, to the millisecond the database keeps.
   const now = unixSeconds()
   const inputs: StoredMessage[] = variant
     ? []
-    : input.messages.map((message, index) => ({
+    : messages.map((message, index) => ({
         id: message.id,
         role: 'user',
         content: message.content,
         ...(message.attachments.length > 0 ? { attachments: message.attachments } : {}),
         createTime: turnStepTime(now, index),
       }))
-  const answered = input.messages.at(-1)
+  const answered = messages.at(-1)
   if (!answered) throw new Error('acceptTurn: a send needs at least one message')
+  const isNew = send.conversationId === undefined
   const messageId = deps.newId()
   const createTime = turnStepTime(now, inputs.length)
   const metadata: ReplyMetadata = {
-    model_slug: input.model,
+    model_slug: model,
     parent_id: answered.id,
-    message_type: input.action,
-    ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
-    ...(input.reasoningEffort === undefined ? {} : { reasoning_effort: input.reasoningEffort }),
-    ...(input.isNew ? { first_turn: true as const } : {}),
+    message_type: send.action,
+    ...(send.temperature === undefined ? {} : { temperature: send.temperature }),
+    ...(send.reasoningEffort === undefined ? {} : { reasoning_effort: send.reasoningEffort }),
+    ...(isNew ? { first_turn: true as const } : {}),
   }
 
   const prefix = await signedPrefix(deps, userId, {
     conversationId,
     messageId,
     createTime,
-    modelSlug: input.model,
+    modelSlug: model,
     parentId: answered.id,
-    messageType: input.action,
+    messageType: send.action,
     inputs,
   })
   // The log exists before the turn is queued, so its runner always finds it.
   const [leased, opened] = await Promise.allSettled([
-    input.takeLease?.(),
+    plan.lease,
     deps.logs.open({ messageId, conversationId, userId }, prefix),
   ])
   if (opened.status === 'rejected') throw opened.reason
@@ -126,17 +121,24 @@ export async function acceptTurn(deps: TurnDeps, input: SendInput): Promise<Acce
     await dropLog(deps, messageId)
     throw leased.reason
   }
-  const runToken = leased.value
+  const runToken = leased.value?.token
   const reply: Reply = { id: messageId, createTime, metadata, runToken }
   let claimed: Turn | undefined
   try {
-    const stored = input.isNew
+    const where = { userId, conversationId, placement: placementOf(send, messages) }
+    const stored = isNew
       ? {
-          ...(await storeNew(deps, input, inputs, reply)),
+          ...(await storeNew(deps, where, inputs, reply)),
           claimed: runToken !== undefined,
           instructions: null,
         }
-      : await storeInExisting(deps, input, inputs, reply)
+      : await storeInExisting(
+          deps,
+          where,
+          inputs,
+          reply,
+          plan.choice.named && send.action === 'next' ? model : undefined,
+        )
     if (runToken !== undefined && stored.claimed)
       claimed = {
         messageId,
@@ -166,11 +168,18 @@ async function dropLog(deps: TurnDeps, messageId: string): Promise<void> {
 type Reply = FirstSend['reply']
 
 /** A send creating its conversation: placed at the top of the tree, stored in one statement of its own transaction. */
-async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[], reply: Reply) {
-  const { conversationId, userId } = input
+/** Where a send goes: whose conversation, and where in its tree (placement.ts). */
+interface Destination {
+  userId: string
+  conversationId: string
+  placement: SendPlace
+}
+
+async function storeNew(deps: TurnDeps, where: Destination, inputs: StoredMessage[], reply: Reply) {
+  const { conversationId, userId } = where
   const first = inputs[0]
   // Placement reads nothing for a new conversation: it only checks what the send names.
-  const parentId = await placeSend(deps.db, conversationId, { isNew: true }, placement(input))
+  const parentId = await placeSend(deps.db, conversationId, { isNew: true }, where.placement)
   chain(inputs, parentId)
   if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
   const send = { userId, conversationId, title: titleFrom(textOf(first.content)), inputs, reply }
@@ -183,26 +192,26 @@ async function storeNew(deps: TurnDeps, input: SendInput, inputs: StoredMessage[
 /** A send to an existing conversation: locked, placed in its tree, stored in one transaction. */
 async function storeInExisting(
   deps: TurnDeps,
-  input: SendInput,
+  where: Destination,
   inputs: StoredMessage[],
   reply: Reply,
+  /** A `next` send that named its model makes it the conversation's (a regenerate answers with it once). */
+  conversationModel: string | undefined,
 ) {
-  const { conversationId, userId } = input
+  const { conversationId, userId } = where
   return await deps.db.transaction(async (tx) => {
     const current = await lockOwnConversation(tx, conversationId, userId)
     const parentId = await placeSend(
       tx,
       conversationId,
       { isNew: false, currentNode: current.currentNode },
-      placement(input),
+      where.placement,
     )
     chain(inputs, parentId)
     // The writes go out together, each sent before the next, so they run in
     // this order in one round trip instead of one each: under load a round
     // trip waits for the event loop, and the connection is held meanwhile.
     const messages = insertMessages(tx, conversationId, inputs, 'finished_successfully')
-    // A regenerate naming another model answers with it once; a new message makes it the conversation's.
-    const conversationModel = input.namesModel && input.action === 'next' ? input.model : undefined
     const placed = insertReplyPlaceholder(tx, conversationId, reply, conversationModel)
     // A retry of this send is refused here (turn/retried-send.ts); a variant stores no message.
     const first = inputs[0]
@@ -214,10 +223,10 @@ async function storeInExisting(
   })
 }
 
-const placement = (input: SendInput) => ({
-  action: input.action,
-  parentMessageId: input.parentMessageId,
-  variantOf: input.messages.at(-1)?.id ?? '',
+const placementOf = (send: Send, messages: readonly { id: string }[]): SendPlace => ({
+  action: send.action,
+  parentMessageId: send.parentMessageId,
+  variantOf: messages.at(-1)?.id ?? '',
 })
 
 /** Each input follows the one before it; the first follows the send's parent. */

@@ -7,13 +7,11 @@
 // earlier replies.
 import { invalid, notFound } from '../../errors.ts'
 import type { Queryable } from '../../storage/db.ts'
-import { ROOT_ID } from '../messages.ts'
+import { type MessageType, ROOT_ID } from '../messages.ts'
 import { findMessage } from '../sql/tree-repository.ts'
 
-export type SendAction = 'next' | 'variant'
-
 export interface SendPlace {
-  action: SendAction
+  action: MessageType
   /** As the client sent it: absent, ROOT_ID, or a message id. */
   parentMessageId?: string
   /** For a variant: the id of the stored user message to answer again. */

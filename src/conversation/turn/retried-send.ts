@@ -13,14 +13,15 @@ import { conflict, DomainError } from '../../errors.ts'
 import { type MultimodalPart, readMultimodalMessage } from '../../files/multimodal-message.ts'
 import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Queryable } from '../../storage/db.ts'
+import type { MessageType } from '../messages.ts'
 import { findSentTurn, type SentTurn } from '../sql/send-keys-repository.ts'
-import type { SendAction } from './placement.ts'
+import type { Send } from './send.ts'
 
-/** A send as the client made it (ids it did not give are absent). */
-export interface RefusedSend {
+/** What a send is compared on to tell a retry: its messages as the client made them (ids it did not give are absent). */
+interface RetryCandidate {
   userId: string
   conversationId?: string
-  action: SendAction
+  action: MessageType
   messages: readonly { id?: string; parts: readonly MultimodalPart[] }[]
 }
 
@@ -42,7 +43,7 @@ const samePart = (stored: unknown, sent: MultimodalPart) =>
     : JSON.stringify(canonical(stored)) === JSON.stringify(canonical(sent))
 
 /** Whether the send names the messages the stored send stored (ids it left out match any). */
-function repeats(sent: SentTurn, send: RefusedSend): boolean {
+function repeats(sent: SentTurn, send: RetryCandidate): boolean {
   return (
     sent.inputs.length === send.messages.length &&
     send.messages.every((message, index) => {
@@ -76,7 +77,7 @@ export interface OriginalTurn {
 
 async function storedOriginal(
   deps: RetryDeps,
-  send: RefusedSend,
+  send: RetryCandidate,
 ): Promise<OriginalTurn | DomainError | undefined> {
   const id = send.messages[0]?.id
   // A variant stores no message: answering one again is never a retry.
@@ -105,11 +106,14 @@ async function storedOriginal(
  */
 export async function originalOfRetry(
   deps: RetryDeps,
-  send: RefusedSend,
+  send: Send,
   refusal: unknown,
 ): Promise<OriginalTurn> {
   if (!(refusal instanceof DomainError && refusal.kind === 'conflict')) throw refusal
-  const original = await storedOriginal(deps, send)
+  const original = await storedOriginal(deps, {
+    ...send,
+    messages: send.messages.map((message) => ({ id: message.id, parts: message.content.parts })),
+  })
   if (original === undefined) throw refusal
   if (original instanceof DomainError) throw original
   return original
@@ -142,7 +146,7 @@ function multimodalParts(content: unknown): MultimodalPart[] | undefined {
 }
 
 /** The send a raw body describes, when it is well-formed enough to be a retry. */
-function refusedSendOf(userId: string, body: unknown): RefusedSend | undefined {
+function refusedSendOf(userId: string, body: unknown): RetryCandidate | undefined {
   if (typeof body !== 'object' || body === null) return undefined
   const fields = body as Record<string, unknown>
   const action = fields.action ?? 'next'
@@ -150,7 +154,7 @@ function refusedSendOf(userId: string, body: unknown): RefusedSend | undefined {
   if (action !== 'next' || !Array.isArray(fields.messages)) return undefined
   if (conversationId !== undefined && conversationId !== null && typeof conversationId !== 'string')
     return undefined
-  const messages: RefusedSend['messages'][number][] = []
+  const messages: RetryCandidate['messages'][number][] = []
   for (const message of fields.messages as unknown[]) {
     const id = (message as { id?: unknown } | null)?.id
     const content = (message as { content?: { content_type?: unknown; parts?: unknown } } | null)

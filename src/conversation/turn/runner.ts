@@ -24,8 +24,12 @@ import {
   type TurnClaim,
 } from '../sql/turn-repository.ts'
 import { endAbandonedStreams } from './abandoned-streams.ts'
+import { type AcceptedTurn, acceptTurn } from './accept.ts'
 import type { TurnDeps } from './deps.ts'
+import type { ModelChoice } from './model-choice.ts'
+import type { TurnRequestIds } from './request-ids.ts'
 import { type AbortReason, runTurn, type TurnProgress } from './run.ts'
+import type { Send } from './send.ts'
 
 export interface RunnerDeps extends TurnDeps {
   leases: ConversationLeases
@@ -34,6 +38,8 @@ export interface RunnerDeps extends TurnDeps {
   leaseMs: number
   /** Aborted by close() as it stops the turns left (the signal is TurnDeps.shutdown). */
   stopTurns?: AbortController
+  /** Where an accepted turn's send request id is kept for its log lines (request-ids.ts). */
+  requestIds?: Pick<TurnRequestIds, 'remember'>
 }
 
 interface Drive {
@@ -174,12 +180,12 @@ export function createTurnRunner(deps: RunnerDeps) {
     return drive
   }
 
-  /** Leases taken by leaseToRun for sends being accepted now, by conversation (renewed like the drives'). */
-  const accepting = new Map<string, Lease>()
+  /** Leases taken by leaseForAccept for sends being accepted now, by conversation (renewed like the drives'). */
+  const leasedForAccept = new Map<string, Lease>()
 
   const renewals = setInterval(
     () => {
-      for (const lease of accepting.values())
+      for (const lease of leasedForAccept.values())
         deps.leases
           .renew(lease, deps.leaseMs)
           .catch((error) => deps.warn('could not renew a lease', error))
@@ -226,34 +232,30 @@ export function createTurnRunner(deps: RunnerDeps) {
   }
 
   /**
-   * Queues nothing itself (acceptTurn did): starts running the conversation
-   * here if nobody does. With a lease from leaseToRun it runs here at once,
-   * the turn stored claimed first when `claimed` is given.
+   * Starts an accepted turn: at once here with the lease taken for it (the
+   * turn stored claimed under it when `claimed` is given), else by whoever
+   * runs the conversation's queue - this process if the lease is free.
    */
-  function accepted(
-    conversationId: string,
-    messageId: string,
-    inputs: readonly StoredMessage[],
-    taken?: { lease: Lease; claimed?: Turn },
-  ): void {
-    if (!taken) {
+  function start(accepted: AcceptedTurn, lease: Lease | undefined): void {
+    const { conversationId, messageId, inputs, claimed } = accepted
+    if (!lease) {
       kick(conversationId)?.inputs.set(messageId, inputs)
       return
     }
-    accepting.delete(conversationId)
+    leasedForAccept.delete(conversationId)
     const ending = drives.get(conversationId)
     if (ending) {
       // A drive started meanwhile (a sweep) cannot get the lease this send
       // holds, so it is ending: this one starts once it has.
-      void ending.done.then(() => accepted(conversationId, messageId, inputs, taken))
+      void ending.done.then(() => start(accepted, lease))
       return
     }
     drive(conversationId, {
-      lease: taken.lease,
-      ...(taken.claimed
+      lease,
+      ...(claimed
         ? // Current from now on, so a stop that arrives before the turn starts aborts it.
           {
-            first: taken.claimed,
+            first: claimed,
             current: { messageId, abort: new AbortController(), progress: newProgress() },
           }
         : {}),
@@ -263,26 +265,67 @@ export function createTurnRunner(deps: RunnerDeps) {
     })
   }
 
+  /**
+   * The conversation's lease for a send about to be accepted here, so that
+   * its turn can be stored claimed and start here without a claim; undefined
+   * while shutting down, while this process runs the conversation already,
+   * or when someone else holds the lease.
+   */
+  async function leaseForAccept(conversationId: string): Promise<Lease | undefined> {
+    if (closing || drives.has(conversationId)) return undefined
+    const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+    // Renewed while the send is accepted, however long that takes.
+    if (lease) leasedForAccept.set(conversationId, lease)
+    return lease
+  }
+
+  /** Gives back the lease of a send that was refused; runs what was queued meanwhile. */
+  async function giveBack(conversationId: string, lease: Lease): Promise<void> {
+    leasedForAccept.delete(conversationId)
+    if (await deps.leases.release(lease)) kick(conversationId)
+  }
+
+  /** Sends to one conversation accepted here, chained so they queue in arrival order. */
+  const arriving = new Map<string, Promise<unknown>>()
+  function inArrivalOrder<T>(conversationId: string, accept: () => Promise<T>): Promise<T> {
+    const accepted = (arriving.get(conversationId) ?? Promise.resolve()).then(accept, accept)
+    const settled = accepted.catch(() => {})
+    arriving.set(conversationId, settled)
+    void settled.then(() => {
+      if (arriving.get(conversationId) === settled) arriving.delete(conversationId)
+    })
+    return accepted
+  }
+
   return {
     /**
-     * The conversation's lease for a send about to be accepted here, so that
-     * its turn can be stored claimed (acceptTurn's runToken) and start here
-     * without a claim; undefined while shutting down, while this process runs
-     * the conversation already, or when someone else holds the lease.
+     * Accepts a send (accept.ts: the only step that may still refuse it) and
+     * starts its turn. Sends to one conversation accepted here are accepted in
+     * arrival order. With the conversation's lease free (always so for a new
+     * conversation) the turn is stored claimed by this process and runs here
+     * at once; else it queues for whoever holds the lease.
      */
-    async leaseToRun(conversationId: string): Promise<Lease | undefined> {
-      if (closing || drives.has(conversationId)) return undefined
-      const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
-      // Renewed while the send is accepted, however long that takes.
-      if (lease) accepting.set(conversationId, lease)
-      return lease
+    accept(send: Send, choice: ModelChoice): Promise<AcceptedTurn> {
+      const conversationId = send.conversationId ?? deps.newId()
+      return inArrivalOrder(conversationId, async () => {
+        const leasing = leaseForAccept(conversationId)
+        // Its failure is acceptTurn's to report; it is handled here as well, before acceptTurn awaits it.
+        leasing.catch(() => {})
+        try {
+          const accepted = await acceptTurn(deps, send, { conversationId, choice, lease: leasing })
+          deps.requestIds?.remember(accepted.messageId, send.requestId)
+          start(accepted, await leasing)
+          return accepted
+        } catch (error) {
+          const lease = await leasing.catch(() => undefined)
+          if (lease)
+            await giveBack(conversationId, lease).catch((cause) =>
+              deps.warn('could not release a lease', cause),
+            )
+          throw error
+        }
+      })
     },
-    /** Gives back a lease from leaseToRun whose send was refused; runs what was queued meanwhile. */
-    async refused(conversationId: string, lease: Lease): Promise<void> {
-      accepting.delete(conversationId)
-      if (await deps.leases.release(lease)) kick(conversationId)
-    },
-    accepted,
     /**
      * Sweeps now and every half lease from now on: finishes what a crashed
      * process left, and takes over the turns of instances that died.
@@ -299,7 +342,7 @@ export function createTurnRunner(deps: RunnerDeps) {
     },
     /** Turns running here (one per driven conversation) and starting (a send holding a lease to run here). */
     get running() {
-      return drives.size + accepting.size
+      return drives.size + leasedForAccept.size
     },
     whenIdle,
     /**
