@@ -70,7 +70,9 @@ test('imports are read in every form, type-only, dynamic and required included',
     './scripts/open.lua',
     '@electric-sql/pglite/worker',
   ])
-  expect(targetOf('src/conversation/turn/run.ts', '../../storage/db.ts')).toBe('src/storage/db.ts')
+  expect(targetOf('src/conversation/turn/lifecycle.ts', '../../storage/db.ts')).toBe(
+    'src/storage/db.ts',
+  )
   expect(targetOf('src/x.ts', '@electric-sql/pglite/worker')).toBe('@electric-sql/pglite')
 })
 
@@ -97,9 +99,9 @@ describe('forbidden imports, one of each kind, are each reported', () => {
     [
       'the turn log imports the domain',
       'src/state/turn-log/redis-turn-logs.ts',
-      'src/conversation/turn/run.ts',
+      'src/conversation/turn/lifecycle.ts',
     ],
-    ['the domain imports a Redis client', 'src/conversation/turn/run.ts', 'ioredis'],
+    ['the domain imports a Redis client', 'src/conversation/turn/lifecycle.ts', 'ioredis'],
     ['the domain imports a database client', 'src/conversation/sql/tree-repository.ts', 'postgres'],
     [
       'the domain imports the composition root',
@@ -150,14 +152,14 @@ describe('what the rules allow is not reported', () => {
     ['src/conversation/management/management-routes.ts', 'src/http/auth.ts'],
     ['src/conversation/stream/stream-schemas.ts', 'elysia'],
     ['src/conversation/tree/detail-schema.ts', 'elysia'],
-    ['src/conversation/turn/run.ts', 'src/conversation/turn/finish.ts'],
+    ['src/conversation/turn/lifecycle.ts', 'src/conversation/turn/runner.ts'],
     ['src/conversation/management/import/importer.ts', 'src/conversation/instructions/store.ts'],
     ['src/state/state.ts', 'src/state/turn-log/redis-turn-logs.ts'],
     ['src/state/turn-log/redis-turn-logs.ts', 'src/storage/keyspace.ts'],
     ['src/state/turn-log/redis-turn-log-scripts.ts', 'src/state/turn-log/scripts/open.lua'],
     ['src/storage/redis-cache.ts', 'ioredis'],
     ['src/storage/data-dir-lock.ts', 'bun:ffi'],
-    ['src/conversation/turn/run.ts', 'node:crypto'],
+    ['src/conversation/turn/lifecycle.ts', 'node:crypto'],
     ['src/dependencies.ts', 'src/conversation/service.ts'],
     ['src/config.ts', 'src/models-config.ts'],
   ]
@@ -231,7 +233,7 @@ test('a scratch copy of the tree with nine forbidden imports added fails the scr
       ['src/models-config.ts', 'src/conversation/model/provider.ts'],
       ['src/conversation/stream/sse-response.ts', 'src/conversation/service.ts'],
       ['src/state/state.ts', 'src/http/auth.ts'],
-      ['src/conversation/turn/run.ts', 'ioredis'],
+      ['src/conversation/turn/lifecycle.ts', 'ioredis'],
       ['src/conversation/tree/tree-detail.ts', 'elysia'],
       ['src/http/readiness.ts', 'src/conversation/routes.ts'],
       ['src/conversation/sql/turn-repository.ts', 'src/conversation/turn/runner.ts'],

@@ -595,7 +595,7 @@ for (const backend of turnLogBackends()) {
       test("a stream's last items and its finish, sent together after such a loss, land after what was lost", async () => {
         const messageId = await logWith(store, ['a', 'b', 'c'])
         await loseAllBut(messageId, 1)
-        // As a turn's ending writes them (finish.ts endStream): one batch.
+        // As a turn's ending writes them (lifecycle.ts endStream): one batch.
         await Promise.all([store.append(messageId, ['d', 'e'], 0), store.finish(messageId, 0)])
         expect(await other.readAll(messageId)).toEqual(['a', 'b', 'c', 'd', 'e'])
         expect(await other.info(messageId)).toMatchObject({ length: 5, finished: true })

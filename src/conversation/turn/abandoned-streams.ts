@@ -1,5 +1,5 @@
 // Ending the streams that a runner left open after storing their reply.
-// finish.ts stores the reply before it ends the stream, so that a client that
+// lifecycle.ts stores the reply before it ends the stream, so that a client that
 // saw [DONE] reads the stored state. A first turn asks the model for a title
 // in between. A runner that died in that window (CONTRACT §13) leaves a stored
 // reply and a log that never ends, and every reader of that log would wait
@@ -16,14 +16,13 @@
 // ending the turn holds that lease, so it is never overtaken, and the new
 // fencing token shuts out a dead runner's late writes. Logs whose reply is
 // still in progress are left to the runner or to the recovery of a dead one
-// (recover.ts). A log whose turn was never stored (its accepting process died
+// (lifecycle.ts recoverTurn). A log whose turn was never stored (its accepting process died
 // before the insert) or was deleted is removed.
 import type { ConversationLeases } from '../../state/conversation-leases.ts'
 import { type StoredEnding, storedEndings } from '../sql/turn-repository.ts'
 import { holdsTitle } from '../stream/encoding.ts'
 import type { TurnDeps } from './deps.ts'
-import { endStream, type StreamEnding } from './finish.ts'
-import { INTERRUPTED_DETAIL } from './recover.ts'
+import { endStream, INTERRUPTED_DETAIL, type StreamEnding } from './lifecycle.ts'
 
 /** Logs looked at per sweep, oldest first. */
 const MAX_LOGS_PER_SWEEP = 500

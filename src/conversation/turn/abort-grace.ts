@@ -2,7 +2,7 @@
 // unless `signal` aborts (or has) and `pending` has not settled `graceMs`
 // later - then GAVE_UP. Used where an aborted turn (a stop, a shutdown) must
 // not wait out a store's own retries or deadline: its log writes
-// (reply-log.ts) and its final write (finish.ts).
+// (reply-log.ts) and its final write (lifecycle.ts).
 
 export const GAVE_UP = Symbol('gave up after an abort')
 

@@ -42,7 +42,7 @@ export interface TurnDeps {
   /**
    * Aborted when a shutdown stops the turns still running (runner.ts close):
    * from then on a turn's ending does not wait for the database - its stream
-   * ends at once, its reply is left for a takeover (finish.ts).
+   * ends at once, its reply is left for a takeover (lifecycle.ts).
    */
   shutdown?: AbortSignal
   /** TITLE_MODEL: the catalogue model that names conversations; absent: the reply's model. */

@@ -59,7 +59,7 @@ export function prefixFrames(turn: TurnPrefix): string[] {
 /**
  * A turn's first frames, with the resume token they carry signed for
  * `userId` as of the turn's creation: built again (a log written back after a
- * store lost it, reply-log.ts; a log reopened, run.ts), they are the same
+ * store lost it, reply-log.ts; a log reopened, lifecycle.ts), they are the same
  * bytes its readers were sent when the send was accepted.
  */
 export async function signedPrefix(

@@ -8,7 +8,7 @@
 // process (the embedded default, `withText`) the touch also saves the text
 // that grew since the last one, and the frames of the reply's steps (its
 // thoughts, tool calls and results): a crash loses at most a tick of them,
-// and recover.ts keeps what the row holds. A checkpoint only lands on a row still
+// and lifecycle.ts recoverTurn keeps what the row holds. A checkpoint only lands on a row still
 // in progress under the runner's fencing token, so one that arrives after the
 // final write changes nothing.
 import type { Db } from '../../storage/db.ts'

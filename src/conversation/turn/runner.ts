@@ -26,9 +26,9 @@ import {
 import { endAbandonedStreams } from './abandoned-streams.ts'
 import { type AcceptedTurn, acceptTurn } from './accept.ts'
 import type { TurnDeps } from './deps.ts'
+import { type AbortReason, runTurn, type TurnProgress } from './lifecycle.ts'
 import type { ModelChoice } from './model-choice.ts'
 import type { TurnRequestIds } from './request-ids.ts'
-import { type AbortReason, runTurn, type TurnProgress } from './run.ts'
 import type { Send } from './send.ts'
 
 export interface RunnerDeps extends TurnDeps {

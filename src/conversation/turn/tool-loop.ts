@@ -4,7 +4,7 @@
 // an error result, never a throw) and the model is asked again with the calls
 // and their results, at most `maxSteps` rounds with calls; the round after
 // the last is offered no tools, so the model answers. What happens is yielded
-// in stream order - the caller (run.ts) turns it into items and stores it;
+// in stream order - the caller (lifecycle.ts) turns it into items and stores it;
 // this module knows the model and the tools, not the log.
 //
 // Calls of one round run at once, and their results are yielded in call
