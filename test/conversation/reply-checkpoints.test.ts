@@ -128,6 +128,11 @@ for (const backend of appBackends())
         checkpoints.update({ conversationId, messageId: 'running', token: 5, text: 'a', steps })
         await eventually(async () => (await stepsOf())?.length === 2)
         expect(await stepsOf()).toEqual(steps)
+        // Appended, not replaced: the row ends with every frame in order.
+        steps.push('event: delta\ndata: {"o":"append"}\n\n', 'event: delta\ndata: {"v":"x"}\n\n')
+        checkpoints.update({ conversationId, messageId: 'running', token: 5, text: 'a', steps })
+        await eventually(async () => (await stepsOf())?.length === 4)
+        expect(await stepsOf()).toEqual(steps)
         expect(await textsOf(db, conversationId)).toEqual({ running: 'a' })
       } finally {
         checkpoints.close()
@@ -192,6 +197,46 @@ for (const backend of appBackends())
       }
     })
   })
+
+test('each tick sends only the step frames streamed since the last; after a failed save, all of them', async () => {
+  const sent: { steps: string[] | null; steps_from: number }[] = []
+  let fail = false
+  const db = {
+    async query(_sql: string, params: unknown[]) {
+      if (fail) {
+        fail = false
+        throw new Error('database away')
+      }
+      sent.push(...(JSON.parse(params[0] as string) as (typeof sent)[number][]))
+      return []
+    },
+  } as unknown as Db
+  const checkpoints = createReplyCheckpoints(db, 10, () => {}, true)
+  const conversationId = randomUUID()
+  const steps = ['f1', 'f2']
+  const update = () =>
+    checkpoints.update({ conversationId, messageId: 'm', token: 1, text: 't', steps })
+  try {
+    update()
+    await eventually(async () => sent.length === 1)
+    steps.push('f3')
+    update()
+    await eventually(async () => sent.some((row) => row.steps?.includes('f3')))
+    fail = true
+    steps.push('f4')
+    update()
+    await eventually(async () => sent.some((row) => row.steps?.includes('f4')))
+    const withSteps = sent.filter((row) => row.steps !== null)
+    expect(withSteps.map((row) => [row.steps, row.steps_from])).toEqual([
+      [['f1', 'f2'], 0],
+      [['f3'], 2],
+      // The save that carried f4 failed: the next sends every frame, replacing what the row holds.
+      [['f1', 'f2', 'f3', 'f4'], 0],
+    ])
+  } finally {
+    checkpoints.close()
+  }
+})
 
 test('a save that fails is reported, and the next tick saves the newer text', async () => {
   const saved: string[][] = []

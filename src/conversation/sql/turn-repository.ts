@@ -293,14 +293,20 @@ export interface ReplyCheckpoint {
   token: number
   /** Absent: the row is only touched (the runner's heartbeat), its content kept. */
   text?: string
-  /** The frames of its steps so far (thoughts, tool calls, results), saved with the text; absent: kept. */
+  /** The frames of its steps (thoughts, tool calls, results) from `stepsFrom` on, saved with the text; absent: kept. */
   steps?: readonly string[]
+  /**
+   * How many frames the row holds already, which `steps` follow: 0 (or
+   * absent) replaces them, more appends - a long reasoning sends each frame
+   * once, not all of them at every tick.
+   */
+  stepsFrom?: number
 }
 
 /**
  * Touches several running replies in one statement (reply checkpoints),
- * saving the text of those that carry one; a reply no longer in progress
- * under that token is left as it is.
+ * saving the text of those that carry one and appending their new step
+ * frames; a reply no longer in progress under that token is left as it is.
  */
 export async function checkpointReplies(
   db: Queryable,
@@ -308,10 +314,13 @@ export async function checkpointReplies(
 ): Promise<void> {
   await db.query(
     `UPDATE messages m SET content = COALESCE(c.content, m.content),
-            checkpoint_steps = COALESCE(c.steps, m.checkpoint_steps),
+            checkpoint_steps = CASE
+              WHEN c.steps IS NULL THEN m.checkpoint_steps
+              WHEN c.steps_from > 0 THEN COALESCE(m.checkpoint_steps, '[]'::jsonb) || c.steps
+              ELSE c.steps END,
             updated_at = GREATEST(now(), m.created_at)
        FROM jsonb_to_recordset($1::text::jsonb)
-            AS c(conversation_id uuid, id text, token bigint, content jsonb, steps jsonb)
+            AS c(conversation_id uuid, id text, token bigint, content jsonb, steps jsonb, steps_from int)
       WHERE m.conversation_id = c.conversation_id AND m.id = c.id
         AND m.run_token = c.token AND m.status = 'in_progress'`,
     [
@@ -325,6 +334,7 @@ export async function checkpointReplies(
             checkpoint.steps === undefined || checkpoint.steps.length === 0
               ? null
               : checkpoint.steps,
+          steps_from: checkpoint.stepsFrom ?? 0,
         })),
       ),
     ],

@@ -6,8 +6,9 @@
 // (claimNextTurn), so a live runner keeps its turn when the turn state loses
 // its lease (Redis restarted empty, flushed). With turn logs that die with the
 // process (the embedded default, `withText`) the touch also saves the text
-// that grew since the last one, and the frames of the reply's steps (its
-// thoughts, tool calls and results): a crash loses at most a tick of them,
+// that grew since the last one, and appends the frames of the reply's steps
+// (its thoughts, tool calls and results) streamed since: a crash loses at
+// most a tick of them,
 // and lifecycle.ts recoverTurn keeps what the row holds. A checkpoint only lands on a row still
 // in progress under the runner's fencing token, so one that arrives after the
 // final write changes nothing.
@@ -28,8 +29,9 @@ interface Running {
   /** The text changed since the last tick saved it. */
   changed: boolean
   /**
-   * How many step frames the last tick saved: the reply log appends to the
-   * one array it hands over, so a change shows in its length.
+   * How many step frames the row holds: the reply log appends to the one
+   * array it hands over, so a change shows in its length, and a tick sends
+   * only the frames past it. -1 after a failed save: the next sends them all.
    */
   stepsSaved: number
 }
@@ -56,7 +58,12 @@ export function createReplyCheckpoints(
       const { text, steps = [], ...row } = reply.checkpoint
       const newSteps = steps.length !== reply.stepsSaved
       if (withText && (reply.changed || newSteps)) {
-        batch.push({ ...row, text, ...(newSteps ? { steps: steps.slice() } : {}) })
+        const from = Math.max(0, reply.stepsSaved)
+        batch.push({
+          ...row,
+          text,
+          ...(newSteps ? { steps: steps.slice(from), stepsFrom: from } : {}),
+        })
         reply.stepsSaved = steps.length
       } else batch.push(row)
       reply.changed = false
