@@ -42,19 +42,43 @@ export interface RunnerDeps extends TurnDeps {
   requestIds?: Pick<TurnRequestIds, 'remember'>
 }
 
+/** A turn this runner runs now, and how to abort it. */
+interface RunningTurn {
+  messageId: string
+  abort: AbortController
+  progress: TurnProgress
+  /** The turn as stored claimed when this process accepted it: it runs without a claim. */
+  claimedAtAccept?: Turn
+}
+
+/**
+ * Where the runner of one conversation is, one state at a time:
+ * `leasing` (asking for the conversation's lease), `claiming` (holding it,
+ * claiming the next queued turn), `running` (a turn runs: a stop, a shutdown
+ * or the lease's loss aborts it), `releasing` (the queue is drained, or no
+ * longer this runner's: the lease goes back). A drive started by the send it
+ * accepted with the lease begins `running` that turn.
+ */
+type DriveState =
+  | { name: 'leasing' }
+  | { name: 'claiming'; lease: Lease }
+  | { name: 'running'; lease: Lease; turn: RunningTurn }
+  | { name: 'releasing'; lease: Lease }
+
 interface Drive {
-  lease?: Lease
-  /** A turn stored claimed under `lease` as it was accepted here: run first, without claiming it. */
-  first?: Turn
+  state: DriveState
   /** User messages of turns accepted by this process, by reply id (saves a query per turn). */
   inputs: Map<string, readonly StoredMessage[]>
-  /** The turn running now and how to abort it. */
-  current?: { messageId: string; abort: AbortController; progress: TurnProgress }
-  /** A turn was accepted here since the drive last looked at the queue. */
+  /** Told meanwhile: a turn was accepted here since the drive last looked at the queue. */
   pending: boolean
+  /** Told meanwhile: the lease is gone (a renewal found it taken or lost); no next turn starts here. */
   lost: boolean
   done: Promise<void>
 }
+
+/** The turn a drive runs now, if any. */
+const runningTurnOf = (drive: Drive | undefined): RunningTurn | undefined =>
+  drive?.state.name === 'running' ? drive.state.turn : undefined
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>
 
@@ -81,7 +105,7 @@ export function createTurnRunner(deps: RunnerDeps) {
   let closing = false
 
   const abortTurn = (drive: Drive | undefined, reason: AbortReason, messageId?: string) => {
-    const current = drive?.current
+    const current = runningTurnOf(drive)
     if (current && (messageId === undefined || current.messageId === messageId))
       current.abort.abort(reason)
   }
@@ -92,25 +116,29 @@ export function createTurnRunner(deps: RunnerDeps) {
 
   /** Runs the queue while this process holds the lease; resolves whether to look at the queue again. */
   async function runQueue(conversationId: string, drive: Drive): Promise<boolean> {
-    const lease = drive.lease ?? (await deps.leases.acquire(conversationId, deps.leaseMs))
-    if (!lease) return false
-    drive.lease = lease
+    if (drive.state.name === 'leasing') {
+      const lease = await deps.leases.acquire(conversationId, deps.leaseMs)
+      if (!lease) return false
+      drive.state = { name: 'claiming', lease }
+    }
+    const { lease } = drive.state
     let drained = false
     let wanted = true
     try {
       let more = true
-      if (drive.first && drive.current) {
+      const accepted = runningTurnOf(drive)
+      if (accepted?.claimedAtAccept) {
         // Claimed as it was stored, its log opened under the lease: nothing to claim.
-        const turn = drive.first
+        const turn = accepted.claimedAtAccept
         const over = await runTurn(deps, turn, CLAIMED_AT_ACCEPT, {
           token: lease.token,
-          signal: drive.current.abort.signal,
-          progress: drive.current.progress,
+          signal: accepted.abort.signal,
+          progress: accepted.progress,
           inputs: drive.inputs.get(turn.messageId),
           logOpened: true,
         })
         drive.inputs.delete(turn.messageId)
-        drive.current = undefined
+        drive.state = { name: 'claiming', lease }
         if (!over) return false
         more = false
       }
@@ -121,22 +149,26 @@ export function createTurnRunner(deps: RunnerDeps) {
         // The oldest turn belongs to a newer lease holder: not this runner's queue any more.
         if (!next.claim) return false
         more = next.more
-        const abort = new AbortController()
-        const progress = newProgress()
-        drive.current = { messageId: next.turn.messageId, abort, progress }
+        const running = {
+          messageId: next.turn.messageId,
+          abort: new AbortController(),
+          progress: newProgress(),
+        }
+        drive.state = { name: 'running', lease, turn: running }
         const over = await runTurn(deps, next.turn, next.claim, {
           token: lease.token,
-          signal: abort.signal,
-          progress,
+          signal: running.abort.signal,
+          progress: running.progress,
           inputs: drive.inputs.get(next.turn.messageId),
         })
         drive.inputs.delete(next.turn.messageId)
-        drive.current = undefined
+        drive.state = { name: 'claiming', lease }
         // A turn this runner cannot end is left to the sweep, not retried in a loop.
         if (!over) return false
       }
       drained = !closing && !drive.lost
     } finally {
+      drive.state = { name: 'releasing', lease }
       // When release fails, wanted stays true: looking again is the safe side.
       wanted = await deps.leases.release(lease).catch((error) => {
         deps.warn('could not release a lease', error)
@@ -154,7 +186,12 @@ export function createTurnRunner(deps: RunnerDeps) {
       running.pending = true
       return running
     }
-    return drive(conversationId, { inputs: new Map(), pending: false, lost: false })
+    return drive(conversationId, {
+      state: { name: 'leasing' },
+      inputs: new Map(),
+      pending: false,
+      lost: false,
+    })
   }
 
   /** Starts running a conversation's queue here, from `state`. */
@@ -190,8 +227,8 @@ export function createTurnRunner(deps: RunnerDeps) {
           .renew(lease, deps.leaseMs)
           .catch((error) => deps.warn('could not renew a lease', error))
       for (const drive of drives.values()) {
-        const lease = drive.lease
-        if (!lease || drive.lost) continue
+        if (drive.state.name === 'leasing' || drive.lost) continue
+        const { lease } = drive.state
         deps.leases.renew(lease, deps.leaseMs).then(
           (held) => {
             // The lease is gone (taken, or lost with the turn state): no next
@@ -251,14 +288,19 @@ export function createTurnRunner(deps: RunnerDeps) {
       return
     }
     drive(conversationId, {
-      lease,
-      ...(claimed
-        ? // Current from now on, so a stop that arrives before the turn starts aborts it.
+      state: claimed
+        ? // Running from now on, so a stop that arrives before the turn starts aborts it.
           {
-            first: claimed,
-            current: { messageId, abort: new AbortController(), progress: newProgress() },
+            name: 'running',
+            lease,
+            turn: {
+              messageId,
+              abort: new AbortController(),
+              progress: newProgress(),
+              claimedAtAccept: claimed,
+            },
           }
-        : {}),
+        : { name: 'claiming', lease },
       inputs: new Map([[messageId, inputs]]),
       pending: false,
       lost: false,
@@ -362,18 +404,19 @@ export function createTurnRunner(deps: RunnerDeps) {
       for (const drive of drives.values()) abortTurn(drive, 'shutdown')
       await Promise.race([whenIdle(), within(stopMs)])
       clearInterval(renewals)
-      return [...drives.entries()].flatMap(([conversationId, drive]) =>
-        drive.current
+      return [...drives.entries()].flatMap(([conversationId, drive]) => {
+        const running = runningTurnOf(drive)
+        return running
           ? [
               {
                 conversationId,
-                messageId: drive.current.messageId,
-                chars: drive.current.progress.text().length,
-                stored: drive.current.progress.stored,
+                messageId: running.messageId,
+                chars: running.progress.text().length,
+                stored: running.progress.stored,
               },
             ]
-          : [],
-      )
+          : []
+      })
     },
   }
 }
