@@ -4,7 +4,6 @@
 // stream before the reply ends). Every failure, and an abort through the
 // request's signal, is a ModelError; the caller then names the conversation
 // after its first message.
-import type { OpenAiModelOptions } from './openai.ts'
 import { statusErrorDetail } from './openai-wire.ts'
 import { ModelError, type TitleRequest } from './provider.ts'
 
@@ -26,10 +25,19 @@ export function cleanTitle(answer: string): string {
     .replace(/\s+/g, ' ')
 }
 
-export async function requestTitle(
-  options: OpenAiModelOptions,
-  request: TitleRequest,
-): Promise<string> {
+/** Where a title is asked for: the part of an OpenAI model's options (openai.ts) a title request uses. */
+export interface TitleEndpoint {
+  /** Sent as `model` unless `model` is given. */
+  slug: string
+  model?: string
+  baseUrl: string
+  apiKey?: string
+  /** Longest wait for the answer. */
+  timeoutMs: number
+  fetch?: typeof fetch
+}
+
+export async function requestTitle(options: TitleEndpoint, request: TitleRequest): Promise<string> {
   const { apiKey } = options
   let response: Response
   try {
