@@ -219,3 +219,9 @@ for (const [root, values] of results)
   console.log(
     `| ${root} | ${median(values).toFixed(2)} | ${Math.min(...values).toFixed(2)} | ${Math.max(...values).toFixed(2)} |`,
   )
+const [mine, theirs] = [...results.values()]
+if (mine && theirs)
+  // Rounds run in pairs, one of each: the ratio within a pair is the steadier figure.
+  console.log(
+    `this checkout / the other, median of the ${rounds} paired rounds: ${median(mine.map((value, index) => value / (theirs[index] ?? Number.NaN))).toFixed(3)}`,
+  )
