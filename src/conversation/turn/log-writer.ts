@@ -4,12 +4,20 @@
 // what piles up meanwhile leaves in one batch (with a fast model, many items
 // of a turn share a round trip instead of taking one each). At most maxAhead
 // appends are outstanding; the first failure is thrown by the next write and
-// by settle().
+// by settle(). A write that need not wait returns nothing rather than a
+// promise: the runner writes one frame per chunk, and waits (with what
+// waiting costs: reply-log.ts bounds it by the turn's abort) only when one
+// is returned.
 import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 
 export interface LogWriter {
-  /** Queues a frame; `stored` runs once it is in the log (in write order). */
-  write(frame: string, stored?: () => void): Promise<void>
+  /**
+   * Queues a frame; `stored` runs once it is in the log (in write order).
+   * Returns undefined, or when maxAhead appends are outstanding a promise
+   * that resolves once there is room again. Throws the first failure (as
+   * does the promise).
+   */
+  write(frame: string, stored?: () => void): Promise<void> | undefined
   /** Resolves once every write is stored; throws the first failure. */
   settle(): Promise<void>
 }
@@ -28,7 +36,7 @@ export function createLogWriter(
     if (failed) throw failed.error
   }
   return {
-    async write(frame, stored) {
+    write(frame, stored) {
       check()
       outstanding++
       last = logs.append(messageId, [frame], token).then(
@@ -41,8 +49,7 @@ export function createLogWriter(
           failed ??= { error }
         },
       )
-      if (outstanding >= maxAhead) await last
-      check()
+      return outstanding >= maxAhead ? last.then(check) : undefined
     },
     async settle() {
       await last

@@ -139,7 +139,8 @@ export function createReplyLog(
               checkpoint()
             }
       try {
-        await boundedByAbort(writer.write(frame, stored), run.signal)
+        const room = writer.write(frame, stored)
+        if (room) await boundedByAbort(room, run.signal)
       } catch (error) {
         await recover(error)
       }

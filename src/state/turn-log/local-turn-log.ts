@@ -1,8 +1,9 @@
 // An in-process run of one turn log's items, followed by readers in this
 // process without touching any store: the whole log in the memory adapter, and
 // in the Redis adapter the mirror of what this process appended (items from
-// `base` on). Readers wait on waiters woken by every change, as the old
-// conversation/turn-log.ts did.
+// `base` on). Readers wait for the next change, one promise shared by every
+// reader of the copy and made only when one waits: a reply's reader waits
+// once per item.
 
 /**
  * open: items may follow. finished: no item will follow, readers drain and end.
@@ -14,7 +15,8 @@ export type LocalTurnLogState = 'open' | 'finished' | 'ended' | 'detached'
 
 export class LocalTurnLog {
   private readonly items: string[] = []
-  private readonly waiters = new Set<() => void>()
+  /** Resolved at the next change; made by the first reader that waits for it. */
+  private nextChange: PromiseWithResolvers<void> | undefined
   private current: LocalTurnLogState = 'open'
   /** Date.now() of the last push, for sweeping forgotten mirrors. */
   touchedAt = Date.now()
@@ -33,7 +35,7 @@ export class LocalTurnLog {
 
   /** Whether some reader is waiting for the next change. */
   get waited(): boolean {
-    return this.waiters.size > 0
+    return this.nextChange !== undefined
   }
 
   /** Every item of this copy, oldest first. */
@@ -66,9 +68,9 @@ export class LocalTurnLog {
     signal?: AbortSignal,
   ): AsyncGenerator<readonly string[], number | undefined> {
     if (next < this.base) throw new Error('LocalTurnLog: offset before the first item')
-    // One abort listener for the whole follow, not one per wait: a reader waits once per item.
-    let waiting: (() => void) | undefined
-    const onAbort = () => waiting?.()
+    // One abort listener for the whole follow, not one per wait: a reader waits
+    // once per item. An abort wakes the copy's other readers too; they wait again.
+    const onAbort = () => this.wakeAll()
     signal?.addEventListener('abort', onAbort, { once: true })
     try {
       while (!signal?.aborted) {
@@ -82,17 +84,11 @@ export class LocalTurnLog {
         }
         if (this.current === 'finished') return undefined
         if (this.current === 'detached') return next
-        await new Promise<void>((resolve) => {
-          waiting = () => {
-            this.waiters.delete(resolve)
-            resolve()
-          }
-          this.waiters.add(resolve)
-        })
+        this.nextChange ??= Promise.withResolvers<void>()
+        await this.nextChange.promise
       }
       return undefined
     } finally {
-      waiting = undefined
       signal?.removeEventListener('abort', onAbort)
     }
   }
@@ -103,8 +99,8 @@ export class LocalTurnLog {
 
   /** Wakes every waiting reader; each one waits again for the next change if it wants more. */
   private wakeAll(): void {
-    const waiters = [...this.waiters]
-    this.waiters.clear()
-    for (const wake of waiters) wake()
+    const change = this.nextChange
+    this.nextChange = undefined
+    change?.resolve()
   }
 }
