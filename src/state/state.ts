@@ -106,6 +106,9 @@ export async function openRedisState(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
     // Blocking reads use a connection of their own without this deadline (redis-log-follower.ts).
     commandTimeout: timeoutMs,
+    // The commands of one loop turn (every turn's lease renewals, log reads,
+    // stop flags) go out in one socket write.
+    enableAutoPipelining: true,
   })
   redis.on('error', () => {})
   // Every state call opens the breaker when it misses its deadline or loses

@@ -67,7 +67,11 @@ export function createRedisCache(
     retryStrategy: (attempt) => Math.min(attempt * 100, 300),
     // A command cut off by a lost connection fails instead of being replayed
     // on the next one, after the cache was emptied (see resilient-cache.ts).
+    // (ioredis leaves such a command pending instead: unfulfilled-on-drop.ts.)
     autoResendUnfulfilledCommands: false,
+    // The commands of one loop turn (a request's reads, a turn's writes) go
+    // out in one socket write.
+    enableAutoPipelining: true,
   })
   // Connection errors surface on the commands; without a listener ioredis logs each one.
   redis.on('error', () => {})

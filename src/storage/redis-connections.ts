@@ -7,6 +7,7 @@
 // (redis-slots.ts) or the near cache is off.
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { reconnectsUnlessClosed, reconnectUnlessClosed } from './sentinel-reconnect.ts'
+import { failUnfulfilledOnDrop } from './unfulfilled-on-drop.ts'
 
 /** A client of any deployment: the commands are the same. */
 export type RedisClient = Redis | Cluster
@@ -46,6 +47,13 @@ export interface ClientOptions {
   autoResubscribe?: boolean
   protocol?: 2 | 3
   connectionName?: string
+  /**
+   * ioredis' auto-pipelining: the commands issued in one loop turn go out in
+   * one socket write (on a Cluster, one per group of nodes serving a slot).
+   * Only for clients that never block: a blocking command would hold up the
+   * others queued behind it. Never inherited by a duplicate (duplicateClient).
+   */
+  enableAutoPipelining?: boolean
   /** Cluster only: SSUBSCRIBE / SPUBLISH (Redis 7) go to the node of the channel's slot. */
   shardedSubscribers?: boolean
 }
@@ -103,22 +111,24 @@ export function redisConnector(target: string | RedisDeployment): RedisConnector
       const redisOptions: RedisOptions = { ...rest, reconnectOnError: reconnectWhenReadOnly }
       if (deployment.kind === 'sentinel')
         return reconnectUnlessClosed(
-          new Redis({
-            ...redisOptions,
-            ...dataNodeAccess(deployment.access),
-            ...(deployment.access?.tls ? { enableTLSForSentinelMode: true } : {}),
-            ...(deployment.access?.sentinelPassword
-              ? { sentinelPassword: deployment.access.sentinelPassword }
-              : {}),
-            sentinels: deployment.sentinels,
-            name: deployment.name,
-            // Told of a new primary by the sentinels, rather than by failing
-            // commands (and kept from ending by it: sentinel-reconnect.ts).
-            failoverDetector: true,
-            sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
-          }),
+          failUnfulfilledOnDrop(
+            new Redis({
+              ...redisOptions,
+              ...dataNodeAccess(deployment.access),
+              ...(deployment.access?.tls ? { enableTLSForSentinelMode: true } : {}),
+              ...(deployment.access?.sentinelPassword
+                ? { sentinelPassword: deployment.access.sentinelPassword }
+                : {}),
+              sentinels: deployment.sentinels,
+              name: deployment.name,
+              // Told of a new primary by the sentinels, rather than by failing
+              // commands (and kept from ending by it: sentinel-reconnect.ts).
+              failoverDetector: true,
+              sentinelRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+            }),
+          ),
         )
-      return new Redis(deployment.url, redisOptions)
+      return failUnfulfilledOnDrop(new Redis(deployment.url, redisOptions))
     },
   }
 }
@@ -146,7 +156,7 @@ function clusterOptions(
   shardedSubscribers?: boolean,
   access?: RedisOptions,
 ): ClusterOptions {
-  const { retryStrategy, enableOfflineQueue, ...rest } = options
+  const { retryStrategy, enableOfflineQueue, enableAutoPipelining, ...rest } = options
   const perNode: RedisOptions = { ...rest, ...access }
   return {
     redisOptions: perNode,
@@ -154,6 +164,8 @@ function clusterOptions(
     // certificate is checked against that name (ElastiCache's advice).
     ...(perNode.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    // The Cluster client pipelines by itself, not its nodes' connections.
+    ...(enableAutoPipelining ? { enableAutoPipelining: true } : {}),
     clusterRetryStrategy: retryStrategy ?? ((attempt) => Math.min(attempt * 100, 2_000)),
     // A failover takes the cluster's node timeout; commands meanwhile wait
     // this long between tries, within their own deadline.
@@ -167,18 +179,21 @@ function clusterOptions(
 
 /**
  * Another connection to the same deployment with other options (a blocking
- * reader, a subscriber), closed by the caller.
+ * reader, a subscriber), closed by the caller. It does not auto-pipeline
+ * unless told to (ioredis would copy the option): an XREAD BLOCK or a
+ * subscription must not share a write, or a wait, with other commands.
  */
 export function duplicateClient(redis: RedisClient, options: ClientOptions = {}): RedisClient {
-  const { shardedSubscribers, ...rest } = options
+  const { shardedSubscribers, enableAutoPipelining = false, ...rest } = options
   if (!isCluster(redis)) {
-    const copy = redis.duplicate(rest)
+    const copy = failUnfulfilledOnDrop(redis.duplicate({ ...rest, enableAutoPipelining }))
     return reconnectsUnlessClosed(redis) ? reconnectUnlessClosed(copy) : copy
   }
   const base = redis.options
   const { retryStrategy, enableOfflineQueue, ...perNode } = rest
   return redis.duplicate([], {
     redisOptions: { ...base.redisOptions, ...perNode },
+    enableAutoPipelining,
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
     ...(shardedSubscribers ? { shardedSubscribers: true } : {}),
