@@ -1,9 +1,8 @@
 // Redis's own counters around a scenario: calls and time per command (INFO
 // commandstats), commands and bytes in total, and the server's CPU time. They
 // show what the turn logs cost Redis per streamed item, and whether writes go
-// out batched: the log batcher sends one `SCRIPT LOAD` per pipeline, so its
-// count tells the round trips, and EVALSHA calls the script calls (one per
-// pipeline unless a batch holds more than 1,000 items).
+// out batched: EVALSHA calls are the log batcher's script calls (one per
+// batch, per slot on a Cluster, unless a batch holds more than 1,000 items).
 // Counters are server-wide: other users of the same Redis show in them too.
 import Redis from 'ioredis'
 
