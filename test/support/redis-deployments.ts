@@ -40,9 +40,10 @@ export interface RedisNode extends HostPort {
   /**
    * Starts a killed node again on its port, in its directory (a Cluster node
    * keeps its identity: nodes-*.conf), empty; as a replica of `replicaOf`
-   * when given (instead of any it was started as). Resolves once it answers.
+   * when given (instead of any it was started as), with `args` besides.
+   * Resolves once it answers.
    */
-  restart(replicaOf?: HostPort): Promise<void>
+  restart(replicaOf?: HostPort, args?: string[]): Promise<void>
   readonly alive: boolean
   /** Kills it if alive (thawed first) and closes its admin client. */
   stop(): Promise<void>
@@ -169,13 +170,15 @@ function startNode(
     },
     freeze: () => proc.kill('SIGSTOP'),
     thaw: () => proc.kill('SIGCONT'),
-    async restart(replicaOf) {
+    async restart(replicaOf, more = []) {
       if (alive) throw new Error(`redis on ${port} is still running`)
       const at = args.indexOf('--replicaof')
       const own = at < 0 ? args : [...args.slice(0, at), ...args.slice(at + 3)]
-      proc = spawn(
-        replicaOf ? [...own, '--replicaof', replicaOf.host, String(replicaOf.port)] : own,
-      )
+      proc = spawn([
+        ...own,
+        ...(replicaOf ? ['--replicaof', replicaOf.host, String(replicaOf.port)] : []),
+        ...more,
+      ])
       alive = true
       await answers(node)
     },
@@ -292,10 +295,14 @@ export async function startCluster(
       return master
     },
     async rejoin(node, ms = 30_000) {
-      await node.restart()
+      // Back empty, it must not take its master's slots over before it has
+      // their data (as with Sentinel: startSentinels' rejoin): it may fail
+      // over again only once in sync.
+      await node.restart(undefined, ['--cluster-replica-no-failover', 'yes'])
       await replicaInSync(node, ms).catch(async (error: Error) => {
         throw new Error(`${error.message}; ${await cluster.view()}`)
       })
+      await node.admin.call('CONFIG', 'SET', 'cluster-replica-no-failover', 'no')
       await cluster.healthy(ms)
     },
     async view() {
@@ -469,7 +476,12 @@ export async function startSentinels(
     async rejoin(node, ms = 30_000) {
       const now = await watched.primaryNow()
       if (now === node) throw new Error(`redis on ${node.port} is the primary`)
-      await node.restart(now)
+      // Back empty (no persistence), it must not be promoted before it has the
+      // primary's data: the full sync's fork on a busy machine once kept the
+      // primary from answering past down-after-milliseconds, the Sentinels
+      // promoted the empty node, and the primary then synced from it - every
+      // key gone. A replica priority of 0 rules it out until it is in sync.
+      await node.restart(now, ['--replica-priority', '0'])
       let seen = ''
       await until(
         async () => {
@@ -502,6 +514,24 @@ export async function startSentinels(
       ).catch((error: Error) => {
         throw new Error(`${error.message} (last seen: ${seen})`)
       })
+      // In sync: it may be promoted again, once every Sentinel has seen so.
+      await node.admin.call('CONFIG', 'SET', 'replica-priority', '100')
+      await until(
+        async () => {
+          const views = (await Promise.all(
+            sentinels.map((sentinel) => sentinel.admin.call('SENTINEL', 'REPLICAS', name)),
+          )) as string[][][]
+          return views.every((replicas) =>
+            replicas.some(
+              (fields) =>
+                Number(fields[fields.indexOf('port') + 1]) === node.port &&
+                fields[fields.indexOf('slave-priority') + 1] === '100',
+            ),
+          )
+        },
+        'every Sentinel sees the rejoined replica promotable',
+        ms,
+      )
     },
   }
   return watched
