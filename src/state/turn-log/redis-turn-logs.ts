@@ -36,7 +36,6 @@ import { readRemoteLog } from './redis-log-reader.ts'
 import {
   CLAIM_SCRIPT,
   OPEN_SCRIPT,
-  type TurnLogKeys,
   turnLogError,
   turnLogKeys,
   unfinishedKey,
@@ -56,31 +55,12 @@ export interface RedisTurnLogsOptions {
   blockMs?: number
 }
 
-/** Keys of logs being written kept at most; past it they are all forgotten (and made again). */
-const MAX_WRITTEN_KEYS = 10_000
-
 /** A TurnLogStore on Redis Streams (durable: true), shared by every instance. */
 export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore {
   const { redis, retentionMs } = options
   const prefix = options.keyPrefix ?? 'turnlog:'
   const openTtlMs = options.openTtlMs ?? 3_600_000
   const keys = (messageId: string) => turnLogKeys(prefix, messageId)
-  /**
-   * The keys of the logs written here, made once a log: a reply appends one
-   * item per chunk, and a log's keys cost a CRC16 of its id. Forgotten at its
-   * finish or removal here.
-   */
-  const written = new Map<string, TurnLogKeys>()
-  function keysToWrite(messageId: string): TurnLogKeys {
-    let found = written.get(messageId)
-    if (!found) {
-      // Logs left unfinished here (taken over elsewhere) must not pile up.
-      if (written.size >= MAX_WRITTEN_KEYS) written.clear()
-      found = keys(messageId)
-      written.set(messageId, found)
-    }
-    return found
-  }
   const cluster = isCluster(redis)
   /** The set of unfinished logs a log is listed in: the one of its bucket, on a Cluster. */
   const unfinishedOf = (messageId: string) =>
@@ -135,7 +115,7 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
 
     async append(messageId, items, fence) {
       assertOpen()
-      await batcher.write('append', messageId, keysToWrite(messageId), [...items], fence)
+      await batcher.write('append', messageId, keys(messageId), [...items], fence)
     },
 
     async claim(messageId, fence) {
@@ -162,9 +142,7 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
 
     async finish(messageId, fence) {
       assertOpen()
-      const finishing = batcher.write('finish', messageId, keysToWrite(messageId), [], fence)
-      written.delete(messageId)
-      await finishing
+      await batcher.write('finish', messageId, keys(messageId), [], fence)
     },
 
     async info(messageId) {
@@ -269,7 +247,6 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
       const { meta, stream } = keys(messageId)
       await redis.multi().del(meta, stream).zrem(unfinishedOf(messageId), messageId).exec()
       batcher.untrack(messageId)
-      written.delete(messageId)
       mirrors.end(messageId)
       follower.drop(stream)
     },
