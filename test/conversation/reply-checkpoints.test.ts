@@ -198,19 +198,26 @@ for (const backend of appBackends())
     })
   })
 
-test('each tick sends only the step frames streamed since the last; after a failed save, all of them', async () => {
-  const sent: { steps: string[] | null; steps_from: number }[] = []
-  let fail = false
+/** A Db that keeps the rows of each checkpoint statement it is sent, and fails the next one when told. */
+function recordingDb<Row>() {
+  const statements: Row[][] = []
+  let failing = false
   const db = {
     async query(_sql: string, params: unknown[]) {
-      if (fail) {
-        fail = false
+      if (failing) {
+        failing = false
         throw new Error('database away')
       }
-      sent.push(...(JSON.parse(params[0] as string) as (typeof sent)[number][]))
+      statements.push(JSON.parse(params[0] as string) as Row[])
       return []
     },
   } as unknown as Db
+  return { db, statements, failNext: () => (failing = true) }
+}
+
+test('each tick sends only the step frames streamed since the last; after a failed save, all of them', async () => {
+  const { db, statements, failNext } = recordingDb<{ steps: string[] | null; steps_from: number }>()
+  const sent = () => statements.flat()
   const checkpoints = createReplyCheckpoints(db, 10, () => {}, true)
   const conversationId = randomUUID()
   const steps = ['f1', 'f2']
@@ -218,15 +225,15 @@ test('each tick sends only the step frames streamed since the last; after a fail
     checkpoints.update({ conversationId, messageId: 'm', token: 1, text: 't', steps })
   try {
     update()
-    await eventually(async () => sent.length === 1)
+    await eventually(async () => sent().length === 1)
     steps.push('f3')
     update()
-    await eventually(async () => sent.some((row) => row.steps?.includes('f3')))
-    fail = true
+    await eventually(async () => sent().some((row) => row.steps?.includes('f3')))
+    failNext()
     steps.push('f4')
     update()
-    await eventually(async () => sent.some((row) => row.steps?.includes('f4')))
-    const withSteps = sent.filter((row) => row.steps !== null)
+    await eventually(async () => sent().some((row) => row.steps?.includes('f4')))
+    const withSteps = sent().filter((row) => row.steps !== null)
     expect(withSteps.map((row) => [row.steps, row.steps_from])).toEqual([
       [['f1', 'f2'], 0],
       [['f3'], 2],
@@ -239,22 +246,9 @@ test('each tick sends only the step frames streamed since the last; after a fail
 })
 
 test('a save that fails is reported, and the next tick saves the newer text', async () => {
-  const saved: string[][] = []
-  let failNext = true
-  const db = {
-    async query(_sql: string, params: unknown[]) {
-      if (failNext) {
-        failNext = false
-        throw new Error('database away')
-      }
-      saved.push(
-        (JSON.parse(params[0] as string) as { content: { parts: string[] } }[]).map(
-          (row) => row.content.parts[0] ?? '',
-        ),
-      )
-      return []
-    },
-  } as unknown as Db
+  const { db, statements, failNext } = recordingDb<{ content: { parts: string[] } | null }>()
+  failNext()
+  const saved = () => statements.map((rows) => rows.map((row) => row.content?.parts[0] ?? ''))
   const warnings: string[] = []
   const checkpoints = createReplyCheckpoints(db, 10, (message) => warnings.push(message), true)
   try {
@@ -262,8 +256,8 @@ test('a save that fails is reported, and the next tick saves the newer text', as
     await eventually(async () => warnings.length === 1)
     expect(warnings).toEqual(['could not checkpoint the replies'])
     checkpoints.update({ conversationId: randomUUID(), messageId: 'm', token: 1, text: 'second' })
-    await eventually(async () => saved.length === 1)
-    expect(saved).toEqual([['second']])
+    await eventually(async () => saved().length === 1)
+    expect(saved()).toEqual([['second']])
   } finally {
     checkpoints.close()
   }
