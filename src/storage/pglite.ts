@@ -6,11 +6,14 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import type { Db, Queryable, Row } from './db.ts'
+import { asksForDeadline, NO_DEADLINE, withDeadlineParameter } from './statement-deadline.ts'
 
 function queryable(target: PGlite | Transaction): Queryable {
   return {
     async query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
-      const result = await target.query<T>(text, params as unknown[])
+      // No deadlines here: a statement asking for one always has time.
+      const sent = asksForDeadline(params) ? withDeadlineParameter(params, NO_DEADLINE) : params
+      const result = await target.query<T>(text, sent as unknown[])
       return result.rows
     },
     async exec(script: string) {

@@ -27,7 +27,15 @@
 // growing one, so a pool serves again within a deadline once the server is
 // back.
 import postgres from 'postgres'
-import { DatabaseTimeoutError, type Db, type Queryable, type Row } from './db.ts'
+import { DatabaseTimeoutError, type Db, type Queryable, type Row, sqlState } from './db.ts'
+import {
+  asksForDeadline,
+  createDatabaseClock,
+  type DatabaseClock,
+  epochNow,
+  STARTED_LATE,
+  withDeadlineParameter,
+} from './statement-deadline.ts'
 import {
   createStoreFailurePolicy,
   type StoreFailurePolicy,
@@ -138,17 +146,38 @@ function queryable(
   sql: Sql,
   timeoutMs: number,
   pool: PoolHealth,
+  clock: DatabaseClock,
   inTransaction?: { onTimeout: (error: Error) => void },
 ): Queryable {
+  const run = <T>(text: string, params: readonly unknown[]) =>
+    // postgres.js types parameters loosely; values are still sent separately from the text.
+    // Prepared (named, once per connection): unsafe() defaults to parsing and
+    // planning each statement anew, a third of Postgres's CPU on a turn.
+    withDeadline<T[]>(
+      sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }),
+      timeoutMs,
+      pool,
+      inTransaction,
+    )
+  /** A statement given its deadline in the server's clock (statement-deadline.ts). */
+  async function inTime<T>(text: string, params: readonly unknown[]): Promise<T[]> {
+    const serverDeadline = await clock.serverDeadline(epochNow() + timeoutMs)
+    try {
+      return await run<T>(text, withDeadlineParameter(params, serverDeadline))
+    } catch (error) {
+      if (sqlState(error) !== STARTED_LATE) throw error
+      // Refused as late while its caller still waited: the server's clock is not where it was read.
+      clock.distrust()
+      throw new StoreOverloadedError(
+        'database',
+        error,
+        'the database started a statement after its deadline',
+      )
+    }
+  }
   return {
     query<T extends Row = Row>(text: string, params: readonly unknown[] = []) {
-      // postgres.js types parameters loosely; values are still sent separately from the text.
-      // Prepared (named, once per connection): unsafe() defaults to parsing and
-      // planning each statement anew, a third of Postgres's CPU on a turn.
-      const query = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
-        prepare: true,
-      })
-      return withDeadline<T[]>(query, timeoutMs, pool, inTransaction)
+      return asksForDeadline(params) ? inTime<T>(text, params) : run<T>(text, params)
     },
     // Scripts (migrations) may legitimately run long: no deadline, on the
     // server either, for this transaction only.
@@ -198,6 +227,7 @@ function timedTransaction<T>(
   sql: postgres.Sql,
   timeoutMs: number,
   pool: PoolHealth,
+  clock: DatabaseClock,
   fn: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -226,7 +256,7 @@ function timedTransaction<T>(
         begun = true
         pool.answered()
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
-        const result = await fn(queryable(tx, timeoutMs, pool, { onTimeout: fail }))
+        const result = await fn(queryable(tx, timeoutMs, pool, clock, { onTimeout: fail }))
         // The caller was told it failed: it must not commit behind their back.
         if (answered) throw new DatabaseTimeoutError(timeoutMs)
         deadline()
@@ -240,6 +270,12 @@ function timedTransaction<T>(
       }, fail)
   })
 }
+
+/**
+ * Kept off a statement's deadline in the server's clock (statement-deadline.ts),
+ * at most a quarter of the deadline: the time its answer has to come back.
+ */
+const STATEMENT_DEADLINE_MARGIN_MS = 250
 
 /** Connects to `url`; the pool opens connections lazily. */
 export function createPostgresDb(url: string, options: PostgresOptions = {}): Db {
@@ -259,7 +295,18 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
     },
   })
   const pool = poolHealth(options.failures ?? createStoreFailurePolicy())
-  const base = queryable(sql, timeoutMs, pool)
+  const clock = createDatabaseClock({
+    readServerMs: async () => {
+      const [row] = await withDeadline<{ ms: number }[]>(
+        sql`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS ms`,
+        timeoutMs,
+        pool,
+      )
+      return Number(row?.ms)
+    },
+    marginMs: Math.min(STATEMENT_DEADLINE_MARGIN_MS, timeoutMs / 4),
+  })
+  const base = queryable(sql, timeoutMs, pool, clock)
   return {
     kind: 'postgres',
     query: base.query,
@@ -276,7 +323,7 @@ export function createPostgresDb(url: string, options: PostgresOptions = {}): Db
       }
     },
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
-      timedTransaction(sql, timeoutMs, pool, fn),
+      timedTransaction(sql, timeoutMs, pool, clock, fn),
     async ping() {
       await withDeadline(sql`select 1`, timeoutMs, pool)
     },

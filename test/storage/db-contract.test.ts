@@ -9,6 +9,7 @@ import { type Db, sqlState, UNIQUE_VIOLATION } from '../../src/storage/db.ts'
 import { loadMigrations, migrate } from '../../src/storage/migrate.ts'
 import { createPgliteDb } from '../../src/storage/pglite.ts'
 import { createPostgresDb } from '../../src/storage/postgres.ts'
+import { STARTED_LATE, STATEMENT_DEADLINE } from '../../src/storage/statement-deadline.ts'
 import { dbBackends, TEST_DATABASE_URL, uniqueName } from '../support/backends.ts'
 
 const FOREIGN_KEY_VIOLATION = '23503'
@@ -176,6 +177,29 @@ for (const backend of dbBackends()) {
       const error = await rejection(insertUser(id))
       expect(UNIQUE_VIOLATION).toBe('23505')
       expect(sqlState(error)).toBe(UNIQUE_VIOLATION)
+    })
+
+    test('a statement asking for its deadline takes effect when started in time', async () => {
+      const id = uniqueName('user')
+      await db.query('INSERT INTO users (id) SELECT $1 WHERE conduit_before($2)', [
+        id,
+        STATEMENT_DEADLINE,
+      ])
+      expect(await db.query('SELECT id FROM users WHERE id = $1', [id])).toEqual([{ id }])
+    })
+
+    test('a statement started past its deadline fails whole with SQLSTATE CD001 and stores nothing', async () => {
+      const id = uniqueName('user')
+      // A deadline long gone, as the server of a statement it held while frozen sees it.
+      const error = await rejection(
+        db.query(
+          `WITH added AS (INSERT INTO users (id) VALUES ($1))
+           SELECT 1 AS n WHERE conduit_before($2)`,
+          [id, 0],
+        ),
+      )
+      expect(sqlState(error)).toBe(STARTED_LATE)
+      expect(await db.query('SELECT id FROM users WHERE id = $1', [id])).toEqual([])
     })
 
     test('exec runs several statements', async () => {

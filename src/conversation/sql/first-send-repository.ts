@@ -3,11 +3,17 @@
 // which is its current node (CONTRACT §10). One round trip and no transaction:
 // under load every round trip of a transaction waits for the event loop while
 // its connection is held, and the many-streams benchmark ran out of
-// connections on exactly that. A send to an existing conversation must read
-// its tree first and keeps its transaction (turn/accept.ts). Runs unchanged
-// on postgres.js and PGlite.
+// connections on exactly that (a first send in a transaction: 2,670 of 5,000
+// streams, the rest refused at the database's deadline; in one statement:
+// 4,868). The statement carries its deadline in the server's clock
+// (storage/statement-deadline.ts): started later - a frozen server waking up
+// with it in its socket - it fails whole and stores nothing, so a send
+// refused at its deadline is never stored behind its 503 (CONTRACT §19). A
+// send to an existing conversation must read its tree first and keeps its
+// transaction (turn/accept.ts). Runs unchanged on postgres.js and PGlite.
 import { conflict } from '../../errors.ts'
 import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../../storage/db.ts'
+import { STATEMENT_DEADLINE } from '../../storage/statement-deadline.ts'
 import { dateOf, type ReplyMetadata, type StoredMessage, userMetadata } from '../messages.ts'
 
 export interface FirstSend {
@@ -89,6 +95,8 @@ export async function storeFirstSend(
          FROM ROWS FROM (jsonb_to_recordset($7::text::jsonb) AS (id text, parent_id text, role text,
                 content jsonb, status text, metadata jsonb, at timestamptz, run_token bigint))
               WITH ORDINALITY AS m(id, parent_id, role, content, status, metadata, at, run_token, n)
+        -- Fails the whole statement (every insert above with it) once started too late.
+        WHERE conduit_before($10)
         ORDER BY m.n
        RETURNING seq::int AS seq, role`,
       [
@@ -102,6 +110,7 @@ export async function storeFirstSend(
         first.id,
         // The model of the first reply is the conversation's (CONTRACT §15).
         send.reply.metadata.model_slug,
+        STATEMENT_DEADLINE,
       ],
     )
     const reply = stored.find((row) => row.role === 'assistant')

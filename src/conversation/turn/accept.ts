@@ -3,7 +3,7 @@
 // turn's log with the stream's first items, then places the send in the
 // conversation's tree (placement.ts) and stores the user messages and the
 // reply's in-progress row, which becomes the current node - a new
-// conversation in one statement (first-send-repository.ts), an existing one in
+// conversation in one statement with a deadline (first-send-repository.ts), an existing one in
 // a transaction that locks it and reads its tree first. From then on the turn
 // is queued for whichever instance holds the conversation's lease, and the
 // sender reads the log. When the accepting process takes that lease for the
@@ -183,10 +183,10 @@ async function storeNew(deps: TurnDeps, where: Destination, inputs: StoredMessag
   chain(inputs, parentId)
   if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
   const send = { userId, conversationId, title: titleFrom(textOf(first.content)), inputs, reply }
-  // One statement, but in a transaction: a send refused at its deadline (a
-  // frozen database) is rolled back when the server answers again, never
-  // stored behind the 503 its client got (CONTRACT §19).
-  return await deps.db.transaction((tx) => storeFirstSend(tx, send))
+  // One statement, in one round trip, that stores nothing when the server
+  // starts it past its deadline: a send refused then (a frozen database) is
+  // never stored behind the 503 its client got (CONTRACT §19).
+  return await storeFirstSend(deps.db, send)
 }
 
 /** A send to an existing conversation: locked, placed in its tree, stored in one transaction. */
