@@ -146,6 +146,7 @@ async function round(path: Path, redis: Redis | undefined, tag: string) {
         metadata: { model_slug: 'local', parent_id: `p-${index}`, first_turn: true as const },
         runToken: 1,
         conversationInstructions: null,
+        userInstructions: null,
       }
       await logs.open(turn, prefix)
       const response: Response = path.sse.sseResponse(

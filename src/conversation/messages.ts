@@ -78,6 +78,17 @@ export interface Turn {
    * place of the user's current ones; null for the user's current ones.
    */
   conversationInstructions: string | null
+  /**
+   * The user's custom instructions (CONTRACT §16), read by the statement
+   * that stored or claimed the turn; null when they are off or unset.
+   */
+  userInstructions: EnabledInstructions | null
+}
+
+/** A user's custom instructions while enabled (CONTRACT §16). */
+export interface EnabledInstructions {
+  aboutUser: string
+  aboutModel: string
 }
 
 /** Stored with the reply: what it was produced with and how it ended. */

@@ -130,7 +130,6 @@ export function createConversationService(options: ConversationServiceOptions) {
     db,
     cache: options.cache,
     models,
-    instructions,
     tokens: createResumeTokens(options.resumeTokenSecret),
     logs,
     newId,

@@ -378,6 +378,29 @@ describeEachBackend(
       })
     })
 
+    test('custom instructions reach the turns of an existing conversation, the one queued behind another too', async () => {
+      const user = newUser()
+      await post(t.app, INSTRUCTIONS, {
+        user_id: user,
+        enabled: true,
+        about_user_message: 'I keep bees.',
+      })
+      const first = await send(user, `${marker()} hello`, { model: 'fast' })
+      const marks = [marker(), marker()]
+      // Sent together: the second is accepted while the first holds the
+      // conversation, so it queues and its runner claims it afterwards.
+      await Promise.all(
+        marks.map((mark) => send(user, `${mark} more`, { model: 'fast' }, first.conversationId)),
+      )
+      for (const mark of marks) {
+        const [system] = (await requestWith(slow, mark)).body.messages
+        expect({ mark, system: system?.content }).toEqual({
+          mark,
+          system: expect.stringContaining('I keep bees.'),
+        })
+      }
+    })
+
     test('the local model is given them too: its reply says it follows instructions', async () => {
       const user = newUser()
       const plain = await send(user, 'hello')

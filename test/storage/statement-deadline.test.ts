@@ -89,7 +89,12 @@ describe('the database clock', () => {
   })
 
   test('only STATEMENT_DEADLINE is replaced among the parameters', () => {
-    expect(withDeadlineParameter(['a', STATEMENT_DEADLINE, 3, null], 42)).toEqual(['a', 42, 3, null])
+    expect(withDeadlineParameter(['a', STATEMENT_DEADLINE, 3, null], 42)).toEqual([
+      'a',
+      42,
+      3,
+      null,
+    ])
   })
 })
 

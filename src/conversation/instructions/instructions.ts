@@ -147,6 +147,14 @@ export function instructionsText(instructions: CustomInstructions): string | und
   return sections.length === 0 ? undefined : sections.join('\n\n')
 }
 
+/** What the model is told of enabled instructions read beside a turn (sql/user-instructions.ts). */
+export const enabledInstructionsText = (
+  instructions: { aboutUser: string; aboutModel: string } | null,
+): string | undefined =>
+  instructions === null
+    ? undefined
+    : instructionsText({ enabled: true, ...instructions, otherFields: {} })
+
 /** The system message of a context: the model's own prompt first, then the user's instructions. */
 export function systemText(
   modelPrompt: string | undefined,

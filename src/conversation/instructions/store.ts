@@ -1,6 +1,8 @@
-// Custom instructions with cache-aside (CONTRACT §16): read on every turn of
-// the user's, changed rarely. A hit is one cache read; a miss reads the
-// database and fills the key unless a change voided the fill meanwhile
+// Custom instructions with cache-aside (CONTRACT §16), for GET and POST
+// /user_system_messages. (A turn does not come here: the statement that
+// stores or claims it reads its user's instructions in the same round trip,
+// instructionsColumns in repository.ts.) A hit is one cache read; a miss reads
+// the database and fills the key unless a change voided the fill meanwhile
 // (Cache.startFill), so instructions read before a change are never cached
 // after it. A change drops the key once it is committed. A cache that is down
 // answers as a miss (resilient-cache.ts): the database answers instead.

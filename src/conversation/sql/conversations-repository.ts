@@ -3,7 +3,12 @@
 // and PGlite.
 import { notFound } from '../../errors.ts'
 import type { Queryable } from '../../storage/db.ts'
-import { orderedContent, type TextContent } from '../messages.ts'
+import { type EnabledInstructions, orderedContent, type TextContent } from '../messages.ts'
+import {
+  type UserInstructionsColumns,
+  userInstructionsColumns,
+  userInstructionsOf,
+} from './user-instructions.ts'
 
 export interface ConversationRow {
   id: string
@@ -19,22 +24,38 @@ const missing = () => notFound('Conversation not found.')
 
 /**
  * Locks the user's conversation for this transaction and answers its current
- * node and the instructions it keeps (migration 009); a missing conversation
- * and someone else's are the same `not_found`.
+ * node, the instructions it keeps (migration 009) and the user's own (null
+ * when off); a missing conversation and someone else's are the same
+ * `not_found`.
  */
 export async function lockOwnConversation(
   tx: Queryable,
   id: string,
   userId: string,
-): Promise<{ currentNode: string | null; instructions: string | null }> {
-  const rows = await tx.query<{
-    user_id: string
-    current_node: string | null
-    instructions: string | null
-  }>('SELECT user_id, current_node, instructions FROM conversations WHERE id = $1 FOR UPDATE', [id])
+): Promise<{
+  currentNode: string | null
+  instructions: string | null
+  userInstructions: EnabledInstructions | null
+}> {
+  const rows = await tx.query<
+    {
+      user_id: string
+      current_node: string | null
+      instructions: string | null
+    } & UserInstructionsColumns
+  >(
+    `SELECT c.user_id, c.current_node, c.instructions, ${userInstructionsColumns('s')}
+       FROM conversations c LEFT JOIN user_system_messages s ON s.user_id = c.user_id
+      WHERE c.id = $1 FOR UPDATE OF c`,
+    [id],
+  )
   const row = rows[0]
   if (row?.user_id !== userId) throw missing()
-  return { currentNode: row.current_node, instructions: row.instructions }
+  return {
+    currentNode: row.current_node,
+    instructions: row.instructions,
+    userInstructions: userInstructionsOf(row),
+  }
 }
 
 /**

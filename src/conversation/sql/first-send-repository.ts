@@ -14,7 +14,18 @@
 import { conflict } from '../../errors.ts'
 import { type Queryable, sqlState, UNIQUE_VIOLATION } from '../../storage/db.ts'
 import { STATEMENT_DEADLINE } from '../../storage/statement-deadline.ts'
-import { dateOf, type ReplyMetadata, type StoredMessage, userMetadata } from '../messages.ts'
+import {
+  dateOf,
+  type EnabledInstructions,
+  type ReplyMetadata,
+  type StoredMessage,
+  userMetadata,
+} from '../messages.ts'
+import {
+  type UserInstructionsColumns,
+  userInstructionsColumns,
+  userInstructionsOf,
+} from './user-instructions.ts'
 
 export interface FirstSend {
   userId: string
@@ -43,12 +54,14 @@ function repeatedId(inputs: readonly StoredMessage[]): string | undefined {
 
 /**
  * Stores a new conversation's first send; a message id given twice is a
- * conflict. Resolves with the reply row's seq (its place in the queue).
+ * conflict. Resolves with the reply row's seq (its place in the queue) and
+ * the user's instructions (read in the same
+ * statement, so the turn reads nothing more before it starts): null when off.
  */
 export async function storeFirstSend(
   db: Queryable,
   send: FirstSend,
-): Promise<{ replySeq: number }> {
+): Promise<{ replySeq: number; userInstructions: EnabledInstructions | null }> {
   const first = send.inputs[0]
   const last = send.inputs.at(-1)
   if (!first || !last) throw new Error('storeFirstSend: a send needs at least one message')
@@ -79,8 +92,11 @@ export async function storeFirstSend(
     },
   ])
   try {
-    const stored = await db.query<{ seq: number; role: string }>(
+    const stored = await db.query<{ seq: number; role: string } & UserInstructionsColumns>(
       `WITH new_user AS (INSERT INTO users (id) VALUES ($1) ON CONFLICT (id) DO NOTHING),
+       -- The user's instructions, for the turn (the reply row's alone).
+       instructions AS (SELECT ${userInstructionsColumns('s')} FROM user_system_messages s
+                         WHERE s.user_id = $1),
        conversation AS (
          INSERT INTO conversations (id, user_id, title, created_at, updated_at, current_node,
                                     default_model_slug)
@@ -98,7 +114,8 @@ export async function storeFirstSend(
         -- Fails the whole statement (every insert above with it) once started too late.
         WHERE conduit_before($10)
         ORDER BY m.n
-       RETURNING seq::int AS seq, role`,
+       RETURNING seq::int AS seq, role, (SELECT about_user FROM instructions),
+                 (SELECT about_model FROM instructions)`,
       [
         send.userId,
         send.conversationId,
@@ -115,7 +132,7 @@ export async function storeFirstSend(
     )
     const reply = stored.find((row) => row.role === 'assistant')
     if (!reply) throw new Error('storeFirstSend: the reply row was not stored')
-    return { replySeq: reply.seq }
+    return { replySeq: reply.seq, userInstructions: userInstructionsOf(reply) }
   } catch (error) {
     // The send's key, when the user sent its first message id before (a
     // conversation id taken is all else: they are random UUIDs).

@@ -16,6 +16,11 @@ import {
 import { statusOf } from '../stream/encoding.ts'
 import type { StepRecord } from '../stream/reply-items.ts'
 import type { MessageWire } from './tree-repository.ts'
+import {
+  type UserInstructionsColumns,
+  userInstructionsColumns,
+  userInstructionsOf,
+} from './user-instructions.ts'
 
 const toDate = (seconds: number) => new Date(Math.round(seconds * 1000))
 
@@ -66,7 +71,7 @@ export async function insertReplyPlaceholder(
   return row
 }
 
-type TurnRow = {
+type TurnRow = UserInstructionsColumns & {
   id: string
   conversation_id: string
   user_id: string
@@ -77,8 +82,11 @@ type TurnRow = {
   instructions: string | null
 }
 
+/** A turn's columns, from its reply `m`, its conversation `c` and its user's instructions `s`. */
 const TURN_COLUMNS = `m.id, m.conversation_id, c.user_id, m.seq::int AS seq, m.created_at, m.metadata,
-  m.run_token::text AS run_token, c.instructions`
+  m.run_token::text AS run_token, c.instructions, ${userInstructionsColumns('s')}`
+/** Joins a turn's user's instructions as `s` (TURN_COLUMNS), to a statement joining its conversation as `c`. */
+const WITH_INSTRUCTIONS = 'LEFT JOIN user_system_messages s ON s.user_id = c.user_id'
 
 const toTurn = (row: TurnRow): Turn => ({
   messageId: row.id,
@@ -89,12 +97,14 @@ const toTurn = (row: TurnRow): Turn => ({
   metadata: row.metadata,
   runToken: row.run_token === null ? null : Number(row.run_token),
   conversationInstructions: row.instructions,
+  userInstructions: userInstructionsOf(row),
 })
 
 /** The conversation's oldest unfinished turn: the one to run next (or running). */
 export async function nextTurn(db: Queryable, conversationId: string) {
   const rows = await db.query<TurnRow>(
     `SELECT ${TURN_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
+            ${WITH_INSTRUCTIONS}
       WHERE m.conversation_id = $1 AND m.status = 'in_progress' ORDER BY m.seq LIMIT 1`,
     [conversationId],
   )
@@ -105,6 +115,7 @@ export async function nextTurn(db: Queryable, conversationId: string) {
 export async function runningTurn(db: Queryable, conversationId: string) {
   const rows = await db.query<TurnRow>(
     `SELECT ${TURN_COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id
+            ${WITH_INSTRUCTIONS}
       WHERE m.conversation_id = $1 AND m.status = 'in_progress' AND m.run_token IS NOT NULL
       ORDER BY m.seq LIMIT 1`,
     [conversationId],
@@ -253,7 +264,8 @@ export async function claimNextTurn(
             EXISTS (SELECT 1 FROM messages later
                      WHERE later.conversation_id = $1 AND later.status = 'in_progress'
                        AND later.seq > next.seq) AS more
-       FROM next JOIN messages m ON m.seq = next.seq JOIN conversations c ON c.id = m.conversation_id`,
+       FROM next JOIN messages m ON m.seq = next.seq JOIN conversations c ON c.id = m.conversation_id
+            ${WITH_INSTRUCTIONS}`,
     [conversationId, token, staleMs],
   )
   const row = rows[0]

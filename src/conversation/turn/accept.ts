@@ -149,6 +149,7 @@ export async function acceptTurn(
         metadata,
         runToken,
         conversationInstructions: stored.instructions,
+        userInstructions: stored.userInstructions,
       }
   } catch (error) {
     await dropLog(deps, messageId)
@@ -219,7 +220,12 @@ async function storeInExisting(
       first && insertSendKey(tx, { userId, messageId: first.id, conversationId, replyId: reply.id })
     await allInOrder([messages, placed, key])
     const { seq, claimed } = await placed
-    return { replySeq: seq, claimed, instructions: current.instructions }
+    return {
+      replySeq: seq,
+      claimed,
+      instructions: current.instructions,
+      userInstructions: current.userInstructions,
+    }
   })
 }
 

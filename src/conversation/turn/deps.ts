@@ -3,7 +3,6 @@
 import type { TurnLogStore } from '../../state/turn-log/turn-log-store.ts'
 import type { Cache } from '../../storage/cache.ts'
 import type { Db } from '../../storage/db.ts'
-import type { InstructionsStore } from '../instructions/store.ts'
 import type { ModelCatalogue } from '../model/catalogue.ts'
 import { historyKey, listKey } from '../reads/cache-keys.ts'
 import type { ResumeTokens } from '../stream/resume-token.ts'
@@ -17,8 +16,6 @@ export interface TurnDeps {
   cache: Cache
   /** The models a turn may be answered with, by slug (CONTRACT §15). */
   models: ModelCatalogue
-  /** Users' custom instructions, the head of their models' contexts (CONTRACT §16). */
-  instructions: InstructionsStore
   tokens: ResumeTokens
   logs: TurnLogStore
   newId: () => string

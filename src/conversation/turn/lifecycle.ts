@@ -33,6 +33,7 @@ import {
   type TurnLogStore,
 } from '../../state/turn-log/turn-log-store.ts'
 import { isDatabaseUnavailable } from '../../storage/db.ts'
+import { enabledInstructionsText } from '../instructions/instructions.ts'
 import { type StoredMessage, type Turn, unixSeconds } from '../messages.ts'
 import { modelOf } from '../model/catalogue.ts'
 import { ModelError } from '../model/provider.ts'
@@ -59,7 +60,7 @@ import { GAVE_UP, withinGraceOfAbort } from './abort-grace.ts'
 import { AttachmentReadError, readAttachments } from './attachments.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import { isTurnLogFault } from './log-restore.ts'
-import { modelRequest, userInstructions } from './model-request.ts'
+import { modelRequest } from './model-request.ts'
 import type { TurnReport } from './observer.ts'
 import { openTurnLog, replyStart } from './prefix.ts'
 import { createReplyLog, prefixOf, StateFaultError } from './reply-log.ts'
@@ -216,11 +217,10 @@ async function streamTurn(
   try {
     // The model the send was accepted with (its default if the catalogue lost it).
     const model = modelOf(deps.models, turn.metadata.model_slug)
-    const [context, instructions] = await Promise.all([
-      contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs),
-      // A conversation that keeps its own instructions (an import's) is held to them.
-      turn.conversationInstructions ?? userInstructions(deps, turn.userId),
-    ])
+    const context = await contextForTurn(deps, conversationId, turn.metadata.parent_id, inputs)
+    // A conversation that keeps its own instructions (an import's) is held to them.
+    const instructions =
+      turn.conversationInstructions ?? enabledInstructionsText(turn.userInstructions)
     // The list now holds this turn's context: the stored reply may be pushed to it.
     contextInStep = true
     const request = await modelRequest(model, turn, context, instructions, (ids) =>

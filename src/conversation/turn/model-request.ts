@@ -6,27 +6,18 @@
 // here, by file id (the context list holds no bytes), into content parts.
 import { type ResolvedFile, toModelContent } from '../../files/model-content.ts'
 import { fileIdOf } from '../../files/multimodal-message.ts'
-import { instructionsText, systemText } from '../instructions/instructions.ts'
+import { systemText } from '../instructions/instructions.ts'
 import { type StoredMessage, type Turn, textOf } from '../messages.ts'
 import type { CatalogueModel } from '../model/catalogue.ts'
 import { fitContext } from '../model/context-budget.ts'
 import type { ContextMessage, ModelRequest } from '../model/provider.ts'
 import { ESTIMATE, type TokenCounter, tokenCounter } from '../model/token-count.ts'
-import type { TurnDeps } from './deps.ts'
 
 /** What one message's documents may take when the model's window is not configured. */
 const DEFAULT_DOCUMENT_TOKENS = 32_000
 const MIN_DOCUMENT_TOKENS = 256
 /** More characters than this per token: no tokenizer makes so few tokens of real text. */
 const MAX_CHARS_PER_TOKEN = 32
-
-/** The user's instructions as the model reads them; undefined when off or empty. */
-export async function userInstructions(
-  deps: Pick<TurnDeps, 'instructions'>,
-  userId: string,
-): Promise<string | undefined> {
-  return instructionsText(await deps.instructions.get(userId))
-}
 
 /** Reads the files a context names (turn/attachments.ts readAttachments, with its deadline). */
 export type ReadFiles = (ids: readonly string[]) => Promise<ResolvedFile[]>
