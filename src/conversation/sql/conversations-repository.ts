@@ -3,7 +3,13 @@
 // and PGlite.
 import { notFound } from '../../errors.ts'
 import type { Queryable } from '../../storage/db.ts'
-import { type EnabledInstructions, orderedContent, type TextContent } from '../messages.ts'
+import {
+  type EnabledInstructions,
+  type MessageRole,
+  orderedContent,
+  type TextContent,
+} from '../messages.ts'
+import type { TreePlace } from './tree-repository.ts'
 import {
   type UserInstructionsColumns,
   userInstructionsColumns,
@@ -24,37 +30,57 @@ const missing = () => notFound('Conversation not found.')
 
 /**
  * Locks the user's conversation for this transaction and answers its current
- * node, the instructions it keeps (migration 009) and the user's own (null
- * when off); a missing conversation and someone else's are the same
- * `not_found`.
+ * node, the instructions it keeps (migration 009), the user's own (null when
+ * off), and the messages a send names (`named`: its parent, the user message
+ * a variant answers again), each absent when the conversation has none by
+ * that id - one round trip. A missing conversation and someone else's are the
+ * same `not_found`.
  */
 export async function lockOwnConversation(
   tx: Queryable,
   id: string,
   userId: string,
+  named: { parent?: string; answered?: string } = {},
 ): Promise<{
   currentNode: string | null
   instructions: string | null
   userInstructions: EnabledInstructions | null
+  named: { parent?: TreePlace; answered?: TreePlace }
 }> {
   const rows = await tx.query<
     {
       user_id: string
       current_node: string | null
       instructions: string | null
+      parent_found: string | null
+      parent_role: MessageRole | null
+      parent_parent: string | null
+      answered_found: string | null
+      answered_role: MessageRole | null
+      answered_parent: string | null
     } & UserInstructionsColumns
   >(
-    `SELECT c.user_id, c.current_node, c.instructions, ${userInstructionsColumns('s')}
-       FROM conversations c LEFT JOIN user_system_messages s ON s.user_id = c.user_id
+    `SELECT c.user_id, c.current_node, c.instructions, ${userInstructionsColumns('s')},
+            p.id AS parent_found, p.role AS parent_role, p.parent_id AS parent_parent,
+            a.id AS answered_found, a.role AS answered_role, a.parent_id AS answered_parent
+       FROM conversations c
+       LEFT JOIN user_system_messages s ON s.user_id = c.user_id
+       LEFT JOIN messages p ON p.conversation_id = c.id AND p.id = $2
+       LEFT JOIN messages a ON a.conversation_id = c.id AND a.id = $3
       WHERE c.id = $1 FOR UPDATE OF c`,
-    [id],
+    [id, named.parent ?? null, named.answered ?? null],
   )
   const row = rows[0]
   if (row?.user_id !== userId) throw missing()
+  const place = (found: string | null, role: MessageRole | null, parentId: string | null) =>
+    found === null || role === null ? undefined : { id: found, role, parentId }
+  const parent = place(row.parent_found, row.parent_role, row.parent_parent)
+  const answered = place(row.answered_found, row.answered_role, row.answered_parent)
   return {
     currentNode: row.current_node,
     instructions: row.instructions,
     userInstructions: userInstructionsOf(row),
+    named: { ...(parent ? { parent } : {}), ...(answered ? { answered } : {}) },
   }
 }
 

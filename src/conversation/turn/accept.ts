@@ -31,7 +31,7 @@ import { insertSendKey } from '../sql/send-keys-repository.ts'
 import { insertReplyPlaceholder } from '../sql/turn-repository.ts'
 import { invalidateReads, type TurnDeps } from './deps.ts'
 import type { ModelChoice } from './model-choice.ts'
-import { placeSend, type SendPlace } from './placement.ts'
+import { namedIds, placeSend, type SendPlace } from './placement.ts'
 import { signedPrefix } from './prefix.ts'
 import type { Send } from './send.ts'
 
@@ -168,7 +168,6 @@ async function dropLog(deps: TurnDeps, messageId: string): Promise<void> {
 
 type Reply = FirstSend['reply']
 
-/** A send creating its conversation: placed at the top of the tree, stored in one statement of its own transaction. */
 /** Where a send goes: whose conversation, and where in its tree (placement.ts). */
 interface Destination {
   userId: string
@@ -176,11 +175,12 @@ interface Destination {
   placement: SendPlace
 }
 
+/** A send creating its conversation: placed at the top of the tree, stored in one statement. */
 async function storeNew(deps: TurnDeps, where: Destination, inputs: StoredMessage[], reply: Reply) {
   const { conversationId, userId } = where
   const first = inputs[0]
   // Placement reads nothing for a new conversation: it only checks what the send names.
-  const parentId = await placeSend(deps.db, conversationId, { isNew: true }, where.placement)
+  const parentId = placeSend({ isNew: true }, where.placement)
   chain(inputs, parentId)
   if (!first) throw new Error('acceptTurn: a new conversation needs a user message')
   const send = { userId, conversationId, title: titleFrom(textOf(first.content)), inputs, reply }
@@ -190,7 +190,10 @@ async function storeNew(deps: TurnDeps, where: Destination, inputs: StoredMessag
   return await storeFirstSend(deps.db, send)
 }
 
-/** A send to an existing conversation: locked, placed in its tree, stored in one transaction. */
+/**
+ * A send to an existing conversation, in one transaction: locked (with the
+ * messages it names read in the same round trip), placed in its tree, stored.
+ */
 async function storeInExisting(
   deps: TurnDeps,
   where: Destination,
@@ -201,11 +204,9 @@ async function storeInExisting(
 ) {
   const { conversationId, userId } = where
   return await deps.db.transaction(async (tx) => {
-    const current = await lockOwnConversation(tx, conversationId, userId)
-    const parentId = await placeSend(
-      tx,
-      conversationId,
-      { isNew: false, currentNode: current.currentNode },
+    const current = await lockOwnConversation(tx, conversationId, userId, namedIds(where.placement))
+    const parentId = placeSend(
+      { isNew: false, currentNode: current.currentNode, named: current.named },
       where.placement,
     )
     chain(inputs, parentId)

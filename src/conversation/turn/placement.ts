@@ -1,14 +1,14 @@
 // Where a send goes in the conversation's message tree (CONTRACT §10), decided
-// inside the accepting transaction with the conversation locked. `next` stores
+// from what the statement locking the conversation read with it (the current
+// node, and the messages the send names: namedIds). `next` stores
 // the new messages under `parent_message_id` (default: the current node; a
 // parent other than the current node starts a new branch, which is how an
 // edited message is sent). `variant` stores nothing new: it answers again a
 // user message already stored, so the new reply becomes a sibling of its
 // earlier replies.
 import { invalid, notFound } from '../../errors.ts'
-import type { Queryable } from '../../storage/db.ts'
 import { type MessageType, ROOT_ID } from '../messages.ts'
-import { findMessage } from '../sql/tree-repository.ts'
+import type { TreePlace } from '../sql/tree-repository.ts'
 
 export interface SendPlace {
   action: MessageType
@@ -18,24 +18,36 @@ export interface SendPlace {
   variantOf?: string
 }
 
+/** The messages of an existing conversation a send names (namedIds), as found; absent when not found. */
+export interface NamedMessages {
+  parent?: TreePlace
+  answered?: TreePlace
+}
+
 /** The conversation the send goes to: a new one, or an existing one at its current node. */
-export type SendTarget = { isNew: true } | { isNew: false; currentNode: string | null }
+export type SendTarget =
+  | { isNew: true }
+  | { isNew: false; currentNode: string | null; named: NamedMessages }
+
+/** The ids of the messages a send names, for the lock of its conversation to look up. */
+export function namedIds(send: SendPlace): { parent?: string; answered?: string } {
+  const given = send.parentMessageId
+  return {
+    ...(given !== undefined && given !== ROOT_ID ? { parent: given } : {}),
+    ...(send.action === 'variant' ? { answered: send.variantOf ?? '' } : {}),
+  }
+}
 
 const unknownMessage = (id: string) => notFound(`There is no message "${id}" in this conversation.`)
 
 /** The message `given` names: the current node when absent, null for the top of the tree. */
-async function resolveParent(
-  tx: Queryable,
-  conversationId: string,
-  target: SendTarget,
-  given: string | undefined,
-): Promise<string | null> {
+function resolveParent(target: SendTarget, given: string | undefined): string | null {
   // A new conversation starts at the top whatever parent it names: chatgpt.com
   // clients (gpt4free) send one they made up (CONTRACT §17).
   if (target.isNew) return null
   if (given === undefined) return target.currentNode
   if (given === ROOT_ID) return null
-  const found = await findMessage(tx, conversationId, given)
+  const found = target.named.parent
   if (!found) throw unknownMessage(given)
   return found.id
 }
@@ -46,18 +58,13 @@ async function resolveParent(
  * `not_found` for an id not in the conversation, `invalid` for a variant that
  * does not name a stored user message or names it under another parent.
  */
-export async function placeSend(
-  tx: Queryable,
-  conversationId: string,
-  target: SendTarget,
-  send: SendPlace,
-): Promise<string | null> {
+export function placeSend(target: SendTarget, send: SendPlace): string | null {
   const given = send.parentMessageId
-  const parentId = await resolveParent(tx, conversationId, target, given)
+  const parentId = resolveParent(target, given)
   if (send.action === 'next') return parentId
 
   const id = send.variantOf ?? ''
-  const answered = target.isNew ? undefined : await findMessage(tx, conversationId, id)
+  const answered = target.isNew ? undefined : target.named.answered
   if (!answered) throw unknownMessage(id)
   if (answered.role !== 'user')
     throw invalid(
