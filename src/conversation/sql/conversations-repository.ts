@@ -74,14 +74,34 @@ export async function lockOwnConversation(
   if (row?.user_id !== userId) throw missing()
   const place = (found: string | null, role: MessageRole | null, parentId: string | null) =>
     found === null || role === null ? undefined : { id: found, role, parentId }
-  const parent = place(row.parent_found, row.parent_role, row.parent_parent)
-  const answered = place(row.answered_found, row.answered_role, row.answered_parent)
+  let parent = place(row.parent_found, row.parent_role, row.parent_parent)
+  let answered = place(row.answered_found, row.answered_role, row.answered_parent)
+  // The joins read the statement's snapshot, taken before it waited for the
+  // lock: a message committed meanwhile (by the send holding the lock) is
+  // looked for again now, with the lock held - as rare as it is, a send
+  // naming it must not be a 404.
+  if (named.parent !== undefined && !parent) parent = await placeOf(tx, id, named.parent)
+  if (named.answered !== undefined && !answered) answered = await placeOf(tx, id, named.answered)
   return {
     currentNode: row.current_node,
     instructions: row.instructions,
     userInstructions: userInstructionsOf(row),
     named: { ...(parent ? { parent } : {}), ...(answered ? { answered } : {}) },
   }
+}
+
+/** The message `messageId` of conversation `id`, where it sits in the tree; undefined when it has none. */
+async function placeOf(
+  tx: Queryable,
+  id: string,
+  messageId: string,
+): Promise<TreePlace | undefined> {
+  const rows = await tx.query<{ id: string; role: MessageRole; parent_id: string | null }>(
+    'SELECT id, role, parent_id FROM messages WHERE conversation_id = $1 AND id = $2',
+    [id, messageId],
+  )
+  const row = rows[0]
+  return row && { id: row.id, role: row.role, parentId: row.parent_id }
 }
 
 /**
