@@ -4,13 +4,11 @@
 // send holding the lock, committed while this one waited, must still be
 // found - on every Db adapter (PGlite runs one transaction at a time, so
 // there the second simply starts after the first).
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { lockOwnConversation } from '../../src/conversation/sql/conversations-repository.ts'
 import type { Db } from '../../src/storage/db.ts'
-import { cleanupBackends, dbBackends, uniqueName } from '../support/backends.ts'
-
-afterAll(cleanupBackends)
+import { dbBackends, uniqueName } from '../support/backends.ts'
 
 /** Resolves once a session of `db` waits for a row lock in a statement containing `marker`. */
 async function waitingForLock(db: Db, marker: string): Promise<void> {
