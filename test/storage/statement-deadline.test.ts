@@ -157,26 +157,26 @@ if (TEST_DATABASE_URL) {
       return refusal
     }
 
-    test('a statement asking for its deadline stores nothing once its caller was refused', async () => {
-      const id = uniqueName('user')
-      const refusal = await refusedWhileHeld(
-        'INSERT INTO users (id) SELECT $1 WHERE conduit_before($2)',
-        id,
-      )
-      expect(refusal).toBeInstanceOf(Error)
-      expect(await storedUser(id)).toBe(0)
-    }, 15_000)
-
-    test('without its deadline the same statement is stored behind the refusal', async () => {
-      const id = uniqueName('user')
-      const refusal = await refusedWhileHeld(
-        // $2 is there but unused: the same parameters, no check.
-        'INSERT INTO users (id) SELECT $1 WHERE $2::float8 IS NOT NULL',
-        id,
-      )
-      expect(refusal).toBeInstanceOf(Error)
-      expect(await storedUser(id)).toBe(1)
-    }, 15_000)
+    // The same parameters either way; without the check, $2 is there but unused.
+    const held = [
+      {
+        name: 'a statement asking for its deadline stores nothing once its caller was refused',
+        text: 'INSERT INTO users (id) SELECT $1 WHERE conduit_before($2)',
+        stored: 0,
+      },
+      {
+        name: 'without its deadline the same statement is stored behind the refusal',
+        text: 'INSERT INTO users (id) SELECT $1 WHERE $2::float8 IS NOT NULL',
+        stored: 1,
+      },
+    ]
+    for (const { name, text, stored } of held)
+      test(name, async () => {
+        const id = uniqueName('user')
+        const refusal = await refusedWhileHeld(text, id)
+        expect(refusal).toBeInstanceOf(Error)
+        expect(await storedUser(id)).toBe(stored)
+      }, 15_000)
 
     test('in time, it is stored', async () => {
       const id = uniqueName('user')

@@ -9,7 +9,7 @@ import {
   orderedContent,
   type TextContent,
 } from '../messages.ts'
-import type { TreePlace } from './tree-repository.ts'
+import { findMessage, type TreePlace } from './tree-repository.ts'
 import {
   type UserInstructionsColumns,
   userInstructionsColumns,
@@ -80,28 +80,15 @@ export async function lockOwnConversation(
   // lock: a message committed meanwhile (by the send holding the lock) is
   // looked for again now, with the lock held - as rare as it is, a send
   // naming it must not be a 404.
-  if (named.parent !== undefined && !parent) parent = await placeOf(tx, id, named.parent)
-  if (named.answered !== undefined && !answered) answered = await placeOf(tx, id, named.answered)
+  if (named.parent !== undefined && !parent) parent = await findMessage(tx, id, named.parent)
+  if (named.answered !== undefined && !answered)
+    answered = await findMessage(tx, id, named.answered)
   return {
     currentNode: row.current_node,
     instructions: row.instructions,
     userInstructions: userInstructionsOf(row),
     named: { ...(parent ? { parent } : {}), ...(answered ? { answered } : {}) },
   }
-}
-
-/** The message `messageId` of conversation `id`, where it sits in the tree; undefined when it has none. */
-async function placeOf(
-  tx: Queryable,
-  id: string,
-  messageId: string,
-): Promise<TreePlace | undefined> {
-  const rows = await tx.query<{ id: string; role: MessageRole; parent_id: string | null }>(
-    'SELECT id, role, parent_id FROM messages WHERE conversation_id = $1 AND id = $2',
-    [id, messageId],
-  )
-  const row = rows[0]
-  return row && { id: row.id, role: row.role, parentId: row.parent_id }
 }
 
 /**

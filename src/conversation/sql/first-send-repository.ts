@@ -55,8 +55,8 @@ function repeatedId(inputs: readonly StoredMessage[]): string | undefined {
 /**
  * Stores a new conversation's first send; a message id given twice is a
  * conflict. Resolves with the reply row's seq (its place in the queue) and
- * the user's instructions (read in the same
- * statement, so the turn reads nothing more before it starts): null when off.
+ * the user's instructions, null when off (read in the same statement, so the
+ * turn reads nothing more before it starts).
  */
 export async function storeFirstSend(
   db: Queryable,

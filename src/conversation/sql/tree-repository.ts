@@ -81,6 +81,20 @@ export const treeRowOf = (row: TreeRowRecord): TreeRow => ({
   wire: row.wire,
 })
 
+/** The message `id` of the conversation, or undefined when it has none by that id. */
+export async function findMessage(
+  db: Queryable,
+  conversationId: string,
+  id: string,
+): Promise<TreePlace | undefined> {
+  const rows = await db.query<{ id: string; role: MessageRole; parent_id: string | null }>(
+    'SELECT id, role, parent_id FROM messages WHERE conversation_id = $1 AND id = $2',
+    [conversationId, id],
+  )
+  const row = rows[0]
+  return row && { id: row.id, role: row.role, parentId: row.parent_id }
+}
+
 /**
  * The last `limit` messages of the branch from the top of the tree down to
  * message `id`, oldest first: the context of a turn answering it. Replies still
