@@ -134,6 +134,7 @@ export async function openRedisState(
       redis,
       keyPrefix: `${prefix}turnlog:`,
       retentionMs: options.retentionMs,
+      ...(options.warn ? { warn: options.warn } : {}),
     })
     const leases = createRedisLeases({ redis, keyPrefix: prefix })
     const stops = await createRedisStopChannel({ redis, keyPrefix: prefix, report: options.warn })

@@ -16,7 +16,9 @@
 // that finds its log short of what it expects (a failover to a replica that
 // missed acknowledged items) writes them again first, from the mirror, and
 // the log's later writes in that batch wait behind them: a finish never ends
-// a log without items its readers were sent.
+// a log without items its readers were sent. A batch that gives up (past the
+// window, or refused) is reported once, with how many logs it touched: their
+// runners write them back when the store answers (reply-log.ts).
 import type { RedisClient } from '../../storage/redis-connections.ts'
 import { isNoScript } from '../../storage/redis-script.ts'
 import { pipelined, type SlotCommand } from '../../storage/redis-slots.ts'
@@ -80,6 +82,10 @@ const resendable = (calls: Call[]) =>
 const MAX_OPS_PER_BATCH = 10_000
 /** How long a failing batch is sent again: about a Sentinel or Cluster failover. */
 const RETRY_WINDOW_MS = 15_000
+/** What a batch that gave up reports (once per batch, not per log). */
+export const GAVE_UP_MESSAGE =
+  'turn log writes gave up; their runners write the logs back when the store answers'
+
 /** Pause between two tries of a failing batch. */
 const RETRY_DELAY_MS = 200
 /** Logs whose next offset is kept at most (the oldest goes first; its appends are then not resent). */
@@ -111,6 +117,8 @@ export class RedisLogBatcher {
     private readonly unfinishedOf: (messageId: string) => string,
     private readonly ttl: { openMs: number; retentionMs: number },
     private readonly hooks: BatchHooks,
+    /** Told when a batch gives up (GAVE_UP_MESSAGE). */
+    private readonly warn: (message: string, error: unknown) => void = () => {},
   ) {}
 
   /**
@@ -182,14 +190,19 @@ export class RedisLogBatcher {
         scripts.map((calls) => this.scriptCall(calls, now, attempt === 0)),
       )
       const again: Call[][] = []
+      const failed = new Set<string>()
+      let failure: Error | undefined
       for (const [index, calls] of scripts.entries()) {
         const [error, replies] = results[index] ?? [new Error('missing reply'), null]
         const retry = error && (isNoScript(error) || (Date.now() < deadline && resendable(calls)))
         if (retry) again.push(calls)
-        else if (error || !Array.isArray(replies))
-          this.failAll(calls, error ?? new Error('unexpected reply to a log write'))
-        else this.settleOrRepair(calls, replies, again)
+        else if (error || !Array.isArray(replies)) {
+          failure = error ?? new Error('unexpected reply to a log write')
+          for (const call of calls) failed.add(call.op.messageId)
+          this.failAll(calls, failure)
+        } else this.settleOrRepair(calls, replies, again)
       }
+      if (failure) this.warn(`${GAVE_UP_MESSAGE} (${failed.size} logs)`, failure)
       scripts = again
     }
   }

@@ -51,6 +51,8 @@ export interface RedisTurnLogsOptions {
   retentionMs: number
   /** Expiry of an open log, renewed by appends (at most once per half of it); default 1 hour. */
   openTtlMs?: number
+  /** Told of writes that gave up (redis-log-batcher.ts). */
+  warn?: (message: string, error: unknown) => void
   /** Longest XREAD block, and how often followed logs are checked for existence; default 2 s. */
   blockMs?: number
 }
@@ -77,6 +79,7 @@ export function createRedisTurnLogs(options: RedisTurnLogsOptions): TurnLogStore
     unfinishedOf,
     { openMs: openTtlMs, retentionMs },
     mirrors,
+    options.warn,
   )
   const follower = new RedisLogFollower(redis, blockMs)
   let closed = false
