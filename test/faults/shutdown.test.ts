@@ -89,6 +89,8 @@ async function sigtermAfter(
   const items = dataItems(frames.join(''))
   expect(items.at(-1)?.type).toBe('message_stream_complete')
   expect(JSON.stringify(items.findLast((item) => item.o === 'patch'))).toContain('"finish_details"')
+  // Its last log lines may still be in the pipe when it exited: read to the end of its output.
+  await server.stdoutUntil(() => false, 5_000).catch(() => {})
   return {
     userId,
     conversationId: items[1]?.conversation_id as string,
