@@ -1,5 +1,6 @@
 // CONTRACT §19 with the default deployment's Redis (cache, turn state and
-// rate limits on one private redis-server) killed, frozen or flushed under
+// rate limits on one private redis-server) killed (then restarted empty, or
+// not at all), frozen or flushed under
 // running turns, the servers real processes: one on the embedded database,
 // and two sharing a real Postgres (each running the turns of the sends it
 // accepted, each sweeping for the other's). Every stream that answered 200
@@ -173,6 +174,16 @@ for (const deployment of DEPLOYMENTS)
         }
         await auditSends(started, 'state_unavailable')
       }, 120_000)
+
+    test('killed (-9) mid-turn and not restarted: every stream ends, stored = streamed', async () => {
+      const started = await sendsOverInstances('killed-for-good')
+      await redis.kill()
+      try {
+        await auditSends(started, 'state_unavailable')
+      } finally {
+        await redis.start()
+      }
+    }, 180_000)
 
     for (const freeze of FREEZES)
       test(`frozen (SIGSTOP) ${freeze.name} mid-turn, then thawed: stored = streamed, every stream ends`, async () => {
