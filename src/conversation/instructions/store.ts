@@ -1,7 +1,7 @@
 // Custom instructions with cache-aside (CONTRACT §16), for GET and POST
 // /user_system_messages. (A turn does not come here: the statement that
-// stores or claims it reads its user's instructions in the same round trip,
-// instructionsColumns in repository.ts.) A hit is one cache read; a miss reads
+// stores or claims it reads its user's instructions in the same round trip:
+// sql/user-instructions.ts.) A hit is one cache read; a miss reads
 // the database and fills the key unless a change voided the fill meanwhile
 // (Cache.startFill), so instructions read before a change are never cached
 // after it. A change drops the key once it is committed. A cache that is down

@@ -28,6 +28,18 @@ export interface ConversationRow {
 
 const missing = () => notFound('Conversation not found.')
 
+/** The ids of the messages a send names: its parent, the user message a variant answers again. */
+export interface NamedIds {
+  parent?: string
+  answered?: string
+}
+
+/** Those messages as found in the conversation; each absent when it has none by that id. */
+export interface NamedMessages {
+  parent?: TreePlace
+  answered?: TreePlace
+}
+
 /**
  * Locks the user's conversation for this transaction and answers its current
  * node, the instructions it keeps (migration 009), the user's own (null when
@@ -40,12 +52,12 @@ export async function lockOwnConversation(
   tx: Queryable,
   id: string,
   userId: string,
-  named: { parent?: string; answered?: string } = {},
+  named: NamedIds = {},
 ): Promise<{
   currentNode: string | null
   instructions: string | null
   userInstructions: EnabledInstructions | null
-  named: { parent?: TreePlace; answered?: TreePlace }
+  named: NamedMessages
 }> {
   const rows = await tx.query<
     {

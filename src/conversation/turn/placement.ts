@@ -8,7 +8,7 @@
 // earlier replies.
 import { invalid, notFound } from '../../errors.ts'
 import { type MessageType, ROOT_ID } from '../messages.ts'
-import type { TreePlace } from '../sql/tree-repository.ts'
+import type { NamedIds, NamedMessages } from '../sql/conversations-repository.ts'
 
 export interface SendPlace {
   action: MessageType
@@ -18,19 +18,13 @@ export interface SendPlace {
   variantOf?: string
 }
 
-/** The messages of an existing conversation a send names (namedIds), as found; absent when not found. */
-export interface NamedMessages {
-  parent?: TreePlace
-  answered?: TreePlace
-}
-
 /** The conversation the send goes to: a new one, or an existing one at its current node. */
 export type SendTarget =
   | { isNew: true }
   | { isNew: false; currentNode: string | null; named: NamedMessages }
 
 /** The ids of the messages a send names, for the lock of its conversation to look up. */
-export function namedIds(send: SendPlace): { parent?: string; answered?: string } {
+export function namedIds(send: SendPlace): NamedIds {
   const given = send.parentMessageId
   return {
     ...(given !== undefined && given !== ROOT_ID ? { parent: given } : {}),
