@@ -282,6 +282,8 @@ export async function openRateLimits(
     const client = redisConnector(config.stateRedis).connect({
       // Fail at once while Redis is down: the limiter then decides in process.
       enableOfflineQueue: false,
+      // A send's two counts, asked at once, go out in one write.
+      enableAutoPipelining: true,
       maxRetriesPerRequest: 1,
       connectTimeout: 2_000,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),

@@ -1,5 +1,12 @@
-// An HS256 secret as a WebCrypto key, imported once: jose imports a raw byte
-// key again on every sign and verify, which shows on the send path.
+// HS256 with one secret: the WebCrypto key jose's sign and verify take,
+// imported once (jose imports a raw byte key again on every call, which
+// shows on the send path), and a synchronous signer for the tokens a turn
+// issues. jose 6 signs only through WebCrypto, which Bun runs off the event
+// loop: about 40 µs of CPU and a thread hop a token, against under 1 µs for
+// node:crypto's HMAC (measured side by side). The signer writes the same
+// compact JWS jose's SignJWT does for the same claims (tested), so jose
+// verifies what it signs.
+import { createHmac } from 'node:crypto'
 
 /** The key jose's HS256 sign and verify take, for secret (its UTF-8 bytes). */
 export function importHs256Key(secret: string): Promise<CryptoKey> {
@@ -10,4 +17,19 @@ export function importHs256Key(secret: string): Promise<CryptoKey> {
     false,
     ['sign', 'verify'],
   )
+}
+
+/** The protected header jose writes for `{ alg: 'HS256', typ: 'JWT' }`, encoded. */
+const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')
+
+/**
+ * A signer of HS256 JWTs with secret (its UTF-8 bytes), on the event loop:
+ * `claims` are written as given, in their order.
+ */
+export function hs256Signer(secret: string): (claims: Record<string, unknown>) => string {
+  const key = Buffer.from(secret, 'utf8')
+  return (claims) => {
+    const signed = `${HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
+    return `${signed}.${createHmac('sha256', key).update(signed).digest('base64url')}`
+  }
 }

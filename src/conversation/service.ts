@@ -268,7 +268,7 @@ export function createConversationService(options: ConversationServiceOptions) {
         status: 'IS_STREAMING',
         streaming: true,
         message_id: turn.messageId,
-        token: await deps.tokens.sign({ userId, conversationId, messageId: turn.messageId }),
+        token: deps.tokens.sign({ userId, conversationId, messageId: turn.messageId }),
         offset: info.length,
       }
     },

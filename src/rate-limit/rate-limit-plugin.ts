@@ -87,10 +87,18 @@ export function rateLimitPlugin(deps: RateLimitDeps) {
   return plugin.onBeforeHandle({ as: 'global' }, async ({ request, body, query, route }) => {
     const user = await userOf(deps, request, body, query)
     if (user === undefined) return
-    await check(limits.requests, 'requests', user)
-    if (request.method === 'POST' && route === SEND_ROUTE)
-      await check(limits.sends, 'sends', user, () =>
+    if (request.method !== 'POST' || route !== SEND_ROUTE)
+      return check(limits.requests, 'requests', user)
+    // A send's two counts go out together (one round trip to a shared store,
+    // not two in a row); a send refused by the requests limit has spent its
+    // sends point too, as it would had it been refused by the sends limit.
+    const [requests, sends] = await Promise.allSettled([
+      check(limits.requests, 'requests', user),
+      check(limits.sends, 'sends', user, () =>
         deps.isRetriedSend ? deps.isRetriedSend(user, body) : Promise.resolve(false),
-      )
+      ),
+    ])
+    if (requests.status === 'rejected') throw requests.reason
+    if (sends.status === 'rejected') throw sends.reason
   })
 }

@@ -26,9 +26,9 @@ const turn = {
 }
 
 test("built again seconds later, a turn's first frames are the bytes its readers were sent", async () => {
-  const accepted = await signedPrefix({ tokens }, 'user-1', turn)
+  const accepted = signedPrefix({ tokens }, 'user-1', turn)
   setSystemTime(new Date(acceptedAt + 7_000))
-  const rebuilt = await signedPrefix({ tokens }, 'user-1', turn)
+  const rebuilt = signedPrefix({ tokens }, 'user-1', turn)
   expect(rebuilt).toEqual(accepted)
   // The token they carry is good, for the turn's user, conversation and reply.
   const { token } = frameData<{ token: string }>(rebuilt[1])
@@ -40,7 +40,7 @@ test("built again seconds later, a turn's first frames are the bytes its readers
 })
 
 test("a turn's resume token is valid for 2 hours from the turn's creation", async () => {
-  const [, frame] = await signedPrefix({ tokens }, 'user-1', turn)
+  const [, frame] = signedPrefix({ tokens }, 'user-1', turn)
   const { token } = frameData<{ token: string }>(frame)
   setSystemTime(new Date(acceptedAt + 2 * 3_600_000 - 60_000))
   expect((await tokens.verify(token)).messageId).toBe('m-1')

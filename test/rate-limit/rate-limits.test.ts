@@ -37,7 +37,10 @@ async function limitsFor(
   })
   const { breaker } = await backend.state()
   if (backend.name === 'real' && TEST_REDIS_URL && breaker) {
-    const redis = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false })
+    const redis = new Redis(TEST_REDIS_URL, {
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+    })
     clients.push(redis)
     // Until it is connected the limiter counts in memory (its fallback); these tests count in Redis.
     await new Promise((resolve) => redis.once('ready', resolve))

@@ -1,8 +1,10 @@
 // Resume tokens (CONTRACT §4.2, §4.4): HS256 JWTs naming the user, the
 // conversation and the assistant message of one turn, valid for 2 hours.
-import { jwtVerify, SignJWT } from 'jose'
+// Every turn signs one, on the event loop (hmac-key.ts says why not jose's
+// sign); jose verifies them.
+import { jwtVerify } from 'jose'
 import { unauthenticated } from '../../errors.ts'
-import { importHs256Key } from '../../hmac-key.ts'
+import { hs256Signer, importHs256Key } from '../../hmac-key.ts'
 
 export interface ResumeClaims {
   userId: string
@@ -18,22 +20,25 @@ export interface ResumeTokens {
    * A token for the claims, issued at `issuedAt` (Unix seconds; now by
    * default): signed for the same claims and time, it is the same bytes.
    */
-  sign(claims: ResumeClaims, issuedAt?: number): Promise<string>
+  sign(claims: ResumeClaims, issuedAt?: number): string
   /** The claims of a valid token; `unauthenticated` for a bad, expired or wrongly signed one. */
   verify(token: string): Promise<ResumeClaims>
 }
 
 export function createResumeTokens(secret: string): ResumeTokens {
   const key = importHs256Key(secret)
+  const signed = hs256Signer(secret)
   return {
-    async sign(claims, issuedAt = Date.now() / 1000) {
+    sign(claims, issuedAt = Date.now() / 1000) {
       const iat = Math.floor(issuedAt)
-      return new SignJWT({ conversation_id: claims.conversationId, message_id: claims.messageId })
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setSubject(claims.userId)
-        .setIssuedAt(iat)
-        .setExpirationTime(iat + VALID_FOR_SECONDS)
-        .sign(await key)
+      // The claims in the order jose's SignJWT wrote them.
+      return signed({
+        conversation_id: claims.conversationId,
+        message_id: claims.messageId,
+        sub: claims.userId,
+        iat,
+        exp: iat + VALID_FOR_SECONDS,
+      })
     },
     async verify(token) {
       try {

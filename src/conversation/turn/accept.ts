@@ -102,7 +102,7 @@ export async function acceptTurn(
     ...(isNew ? { first_turn: true as const } : {}),
   }
 
-  const prefix = await signedPrefix(deps, userId, {
+  const prefix = signedPrefix(deps, userId, {
     conversationId,
     messageId,
     createTime,

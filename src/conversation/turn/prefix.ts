@@ -62,13 +62,13 @@ export function prefixFrames(turn: TurnPrefix): string[] {
  * store lost it, reply-log.ts; a log reopened, lifecycle.ts), they are the same
  * bytes its readers were sent when the send was accepted.
  */
-export async function signedPrefix(
+export function signedPrefix(
   deps: Pick<TurnDeps, 'tokens'>,
   userId: string,
   turn: Omit<TurnPrefix, 'token'>,
-): Promise<string[]> {
+): string[] {
   const { messageId, conversationId } = turn
-  const token = await deps.tokens.sign({ userId, conversationId, messageId }, turn.createTime)
+  const token = deps.tokens.sign({ userId, conversationId, messageId }, turn.createTime)
   return prefixFrames({ ...turn, token })
 }
 
@@ -79,10 +79,7 @@ export async function openTurnLog(
   turn: Omit<TurnPrefix, 'token'>,
 ): Promise<void> {
   const { messageId, conversationId } = turn
-  await deps.logs.open(
-    { messageId, conversationId, userId },
-    await signedPrefix(deps, userId, turn),
-  )
+  await deps.logs.open({ messageId, conversationId, userId }, signedPrefix(deps, userId, turn))
 }
 
 /** The reply as a turn's first frames add it: what later frames add again after a step (CONTRACT §21). */

@@ -96,10 +96,7 @@ export function createReplyLog(
   const target: LogToRestore = {
     identity: { messageId, conversationId, userId: turn.userId },
     token: run.token,
-    frames: async () => [
-      ...(await signedPrefix(deps, turn.userId, prefixOf(turn, inputs))),
-      ...appended,
-    ],
+    frames: async () => [...signedPrefix(deps, turn.userId, prefixOf(turn, inputs)), ...appended],
   }
 
   async function restore(): Promise<boolean> {
