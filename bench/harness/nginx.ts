@@ -22,6 +22,27 @@ export interface LoadBalancer {
   stop(): Promise<void>
 }
 
+/**
+ * The distinct messages of an nginx error log, most frequent first, without
+ * their time, pids, connection numbers and client/request details.
+ */
+function errorCauses(path: string, most = 10): string[] {
+  if (!existsSync(path)) return []
+  const counts = new Map<string, number>()
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (line.trim() === '') continue
+    const message = line
+      .replace(/^\S+ \S+ /, '')
+      .replace(/\d+#\d+: (\*\d+ )?/, '')
+      .replace(/, client: .*$/, '')
+    counts.set(message, (counts.get(message) ?? 0) + 1)
+  }
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, most)
+    .map(([message, count]) => `  ${count} × ${message}`)
+}
+
 export function findNginx(): string | undefined {
   return Bun.which('nginx') ?? CANDIDATES.find((path) => existsSync(path))
 }
@@ -88,6 +109,10 @@ export async function startLoadBalancer(upstreams: string[]): Promise<LoadBalanc
     }
     await child.exited
     process.off('exit', onExit)
+    // Why nginx answered 502 (an upstream refused, reset or timed out): its
+    // error log, each distinct message once with its count, before it goes.
+    const causes = errorCauses(join(prefix, 'error.log'))
+    if (causes.length > 0) console.error(`nginx's error log:\n${causes.join('\n')}`)
     rmSync(prefix, { recursive: true, force: true })
   }
   const deadline = Date.now() + 10_000
