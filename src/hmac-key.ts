@@ -1,14 +1,14 @@
-// HS256 with one secret: the WebCrypto key jose's sign and verify take,
-// imported once (jose imports a raw byte key again on every call, which
-// shows on the send path), and a synchronous signer for the tokens a turn
-// issues. jose 6 signs only through WebCrypto, which Bun runs off the event
-// loop: about 40 µs of CPU and a thread hop a token, against under 1 µs for
-// node:crypto's HMAC (measured side by side). The signer writes the same
-// compact JWS jose's SignJWT does for the same claims (tested), so jose
-// verifies what it signs.
+// HS256 with one secret: the WebCrypto key jose's verify takes, imported
+// once (jose imports a raw byte key again on every call, which shows on the
+// send path), and the one signer of the service's own tokens (resume, file
+// URL and conduit tokens). jose 6 signs only through WebCrypto, which Bun
+// runs off the event loop: about 40 µs of CPU and a thread hop a token,
+// against under 1 µs for node:crypto's HMAC (measured side by side). The
+// signer writes the same compact JWS jose's SignJWT does for the same claims
+// (tested), so jose verifies what it signs.
 import { createHmac } from 'node:crypto'
 
-/** The key jose's HS256 sign and verify take, for secret (its UTF-8 bytes). */
+/** The key jose's HS256 verify takes, for secret (its UTF-8 bytes). */
 export function importHs256Key(secret: string): Promise<CryptoKey> {
   return crypto.subtle.importKey(
     'raw',

@@ -1,9 +1,11 @@
 // The synchronous HS256 signer (src/hmac-key.ts) writes what jose's SignJWT
 // writes for the same claims, byte for byte, and jose verifies it; a token
 // signed with another secret, or altered, is refused. Resume tokens
-// (stream/resume-token.ts) are signed with it on every turn.
+// (stream/resume-token.ts) are signed with it on every turn, conduit and
+// file URL tokens with it too.
 import { expect, test } from 'bun:test'
 import { jwtVerify, SignJWT } from 'jose'
+import { createConduitTokens } from '../src/conversation/conduit-token.ts'
 import { createResumeTokens } from '../src/conversation/stream/resume-token.ts'
 import { hs256Signer, importHs256Key } from '../src/hmac-key.ts'
 
@@ -55,4 +57,13 @@ test('a resume token names its turn and is the same bytes for the same claims an
   await expect(createResumeTokens(`${SECRET}x`).verify(token)).rejects.toMatchObject({
     kind: 'unauthenticated',
   })
+})
+
+test('a conduit token verifies with the secret, names its user and is good for 10 minutes', async () => {
+  const token = createConduitTokens(SECRET)('u-1')
+  const { payload } = await jwtVerify(token, await importHs256Key(SECRET), {
+    algorithms: ['HS256'],
+  })
+  expect(payload).toMatchObject({ purpose: 'conduit', sub: 'u-1' })
+  expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(600)
 })

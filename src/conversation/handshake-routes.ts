@@ -14,7 +14,7 @@ import { bodyUserId, errorResponses, open } from './schemas.ts'
 export interface HandshakeRoutesDeps {
   auth: Authenticator
   /** A conduit token for the user (conduit-token.ts). */
-  conduitToken: (userId: string) => Promise<string>
+  conduitToken: (userId: string) => string
 }
 
 const HandshakeBody = t.Object(
@@ -72,7 +72,7 @@ export function handshakeRoutes({ auth, conduitToken }: HandshakeRoutesDeps) {
       '/f/conversation/prepare',
       async ({ request, body }) => ({
         status: 'ok' as const,
-        conduit_token: await conduitToken(await callerOf(request, body)),
+        conduit_token: conduitToken(await callerOf(request, body)),
       }),
       {
         body: HandshakeBody,

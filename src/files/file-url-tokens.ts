@@ -2,9 +2,9 @@
 // JWT naming one key, the one method it allows, and for an upload the most
 // bytes it takes. The folder's upload and download URLs are this service's own
 // routes carrying such a token, as S3's carry the store's signature.
-import { jwtVerify, SignJWT } from 'jose'
+import { jwtVerify } from 'jose'
 import { unauthenticated } from '../errors.ts'
-import { importHs256Key } from '../hmac-key.ts'
+import { hs256Signer, importHs256Key } from '../hmac-key.ts'
 
 export interface FileUrlClaims {
   key: string
@@ -16,7 +16,7 @@ export interface FileUrlClaims {
 }
 
 export interface FileUrlTokens {
-  sign(claims: FileUrlClaims, expiresInSeconds: number): Promise<string>
+  sign(claims: FileUrlClaims, expiresInSeconds: number): string
   /**
    * The claims of a valid, unexpired token for method; `unauthenticated`
    * (401) for a bad, tampered, expired or wrongly signed one, or one for the
@@ -30,19 +30,20 @@ const AUDIENCE = 'conduit-file-url'
 
 export function createFileUrlTokens(secret: string): FileUrlTokens {
   const key = importHs256Key(secret)
+  const signed = hs256Signer(secret)
   return {
-    sign: async (claims, expiresInSeconds) =>
-      new SignJWT({
+    sign(claims, expiresInSeconds) {
+      const iat = Math.floor(Date.now() / 1000)
+      return signed({
         k: claims.key,
         m: claims.method,
         ...(claims.maxBytes === undefined ? {} : { n: claims.maxBytes }),
         ...(claims.type === undefined ? {} : { t: claims.type }),
+        aud: AUDIENCE,
+        iat,
+        exp: iat + expiresInSeconds,
       })
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setAudience(AUDIENCE)
-        .setIssuedAt()
-        .setExpirationTime(Math.floor(Date.now() / 1000) + expiresInSeconds)
-        .sign(await key),
+    },
     async verify(token, method) {
       try {
         const { payload } = await jwtVerify(token, await key, {

@@ -69,10 +69,7 @@ export function createFolderFileStore({
       await rm(pathOf(key), { force: true })
     },
     async presign(key, { method, expiresInSeconds, type, maxBytes, origin }) {
-      const token = await tokens.sign(
-        { key: checkKey(key), method, maxBytes, type },
-        expiresInSeconds,
-      )
+      const token = tokens.sign({ key: checkKey(key), method, maxBytes, type }, expiresInSeconds)
       return `${origin}${FOLDER_URL_PATH}?sig=${token}`
     },
     async receive(token, body) {
