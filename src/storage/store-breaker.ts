@@ -22,7 +22,11 @@
 // told apart by key prefix) share that server's fate: their breakers are
 // linked (BreakerLink), so a deadline missed by either opens both, and each
 // closes again by its own probe. A read then pays one deadline, not one per
-// store.
+// store. A lost connection opens only its own client's breaker (trip()): each
+// client hears of its own, and a Cluster client loses one node's - a killed
+// master, a replica, a connection ioredis replaced - while the state's
+// commands to the other nodes go on (issue #29: a node the cache's client
+// dropped after a Cluster failover refused every send for 200 ms).
 //
 // The deadlines themselves: an optional check (the cache's copies, the
 // requests limit's count) gets CACHE_TIMEOUT_MS, 500 ms by default; state a
@@ -114,7 +118,11 @@ export interface StoreBreaker {
    * (the error itself, or a StoreOverloadedError).
    */
   failed(error: unknown, startedAt: number): unknown
-  /** Opens the breaker (a lost connection, a missed deadline seen elsewhere). */
+  /**
+   * Opens this breaker only (its client lost a connection, or a linked store
+   * missed a deadline): a client's lost connection says nothing of another
+   * client's, and on a Cluster it may be one node's, even a replica's.
+   */
   trip(cause: unknown): void
   /** Stops probing; from now on run() always fails. */
   close(): void
@@ -132,14 +140,15 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   /** Counts failures: a probe that overlapped a new one must not close the breaker. */
   let failures = 0
 
-  function trip(cause: unknown): void {
+  /** Opens this breaker; an outage of the server (`linked`) opens the breakers linked to it too. */
+  function openOn(cause: unknown, linked: boolean): void {
     if (closed) return
     failures++
     probing ??= setTimeout(probe, probeIntervalMs)
     if (open) return
     open = true
     options.onStateChange?.('open', cause)
-    options.link?.opened(breaker, cause)
+    if (linked) options.link?.opened(breaker, cause)
   }
 
   /** Ask, recover, then let commands through again; else try again later. */
@@ -184,10 +193,10 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
     failed(error, startedAt) {
       if (failurePolicy.judge(error, startedAt, store) === 'overload')
         return new StoreOverloadedError(store, error)
-      trip(error)
+      openOn(error, true)
       return error
     },
-    trip,
+    trip: (cause) => openOn(cause, false),
     close() {
       closed = true
       clearTimeout(probing)

@@ -195,7 +195,7 @@ describe('store breaker', () => {
     expect(breaker.available).toBe(false)
   })
 
-  test("linked breakers (one Redis) open together on either one's missed deadline, and each closes by its own probe", async () => {
+  test("linked breakers (one Redis) open together on either one's missed deadline, each closes by its own probe, and a lost connection opens only its own", async () => {
     const link = createBreakerLink()
     const cacheStore = switchable()
     const stateStore = switchable()
@@ -233,19 +233,31 @@ describe('store breaker', () => {
     expect(stateChanges).toEqual(['open', 'closed'])
     expect(cacheChanges).toEqual(['open', 'closed'])
 
-    // The other way round: the cache's trip opens the state.
-    cache.trip(new Error('the connection was lost'))
+    // The other way round: the cache's missed deadline opens the state.
+    cacheStore.store.fault = 'hang'
+    await expect(cache.run(() => cacheStore.answer(3))).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    )
     expect(state.available).toBe(false)
+    cacheStore.store.fault = 'none'
     await eventually(() => state.available && cache.available, 1_000)
 
+    // A lost connection (trip) is its own client's: the cache's (on a Cluster
+    // perhaps a replica's) leaves the state's sends alone.
+    cache.trip(new Error('the connection was lost'))
+    expect(cache.available).toBe(false)
+    expect(state.available).toBe(true)
+    await eventually(() => cache.available, 1_000)
+    expect(stateChanges).toEqual(['open', 'closed', 'open', 'closed'])
+
     // A closed breaker leaves the link: its partner's failures no longer reach it.
-    expect(cacheChanges).toEqual(['open', 'closed', 'open', 'closed'])
+    expect(cacheChanges).toEqual(['open', 'closed', 'open', 'closed', 'open', 'closed'])
     cache.close()
     stateStore.store.fault = 'hang'
     await expect(state.run(() => stateStore.answer(3))).rejects.toBeInstanceOf(
       StoreUnavailableError,
     )
-    expect(cacheChanges).toHaveLength(4)
+    expect(cacheChanges).toHaveLength(6)
     state.close()
     unlinked.close()
   })

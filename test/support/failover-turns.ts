@@ -46,7 +46,10 @@ interface FollowedTurn {
 
 /** A running send's first frames, and another instance following it from there. */
 async function followed(instances: Instances, sent: RunningSend): Promise<FollowedTurn> {
-  expect(sent.status).toBe(200)
+  expect({ status: sent.status, refusal: sent.refusal }).toEqual({
+    status: 200,
+    refusal: undefined,
+  })
   const frames = completeFrames(sent.stream?.text() ?? '')
   const { token, conversation_id: conversationId } = frameData<{
     token: string

@@ -25,6 +25,8 @@ export interface RunningSend {
   /** What was sent. */
   message: string
   status: number
+  /** A refusal's body, when it did not answer 200. */
+  refusal?: string
   stream?: StreamReading
 }
 
@@ -36,7 +38,8 @@ export async function startSend(
   appends = 3,
 ): Promise<RunningSend> {
   const response = await send(base, userId, message)
-  if (response.status !== 200) return { base, userId, message, status: response.status }
+  if (response.status !== 200)
+    return { base, userId, message, status: response.status, refusal: await response.text() }
   const stream = reading(response)
   await stream.until((text) => appendedChunks(completeFrames(text).join('')).length >= appends)
   return { base, userId, message, status: 200, stream }
