@@ -49,9 +49,9 @@ export interface ClientOptions {
   connectionName?: string
   /**
    * ioredis' auto-pipelining: the commands issued in one loop turn go out in
-   * one socket write (on a Cluster, one per group of nodes serving a slot).
-   * Only for clients that never block: a blocking command would hold up the
-   * others queued behind it. Never inherited by a duplicate (duplicateClient).
+   * one socket write. Only for clients that never block: a blocking command
+   * would hold up the others queued behind it. Never inherited by a duplicate
+   * (duplicateClient); ignored on a Cluster (clusterOptions says why).
    */
   enableAutoPipelining?: boolean
   /** Cluster only: SSUBSCRIBE / SPUBLISH (Redis 7) go to the node of the channel's slot. */
@@ -156,7 +156,7 @@ function clusterOptions(
   shardedSubscribers?: boolean,
   access?: RedisOptions,
 ): ClusterOptions {
-  const { retryStrategy, enableOfflineQueue, enableAutoPipelining, ...rest } = options
+  const { retryStrategy, enableOfflineQueue, enableAutoPipelining: _never, ...rest } = options
   const perNode: RedisOptions = { ...rest, ...access }
   return {
     redisOptions: perNode,
@@ -164,8 +164,13 @@ function clusterOptions(
     // certificate is checked against that name (ElastiCache's advice).
     ...(perNode.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
-    // The Cluster client pipelines by itself, not its nodes' connections.
-    ...(enableAutoPipelining ? { enableAutoPipelining: true } : {}),
+    // Never auto-pipelined (enableAutoPipelining is dropped): ioredis 6 sends
+    // a tick's commands for one node as one pipeline and, when a failover has
+    // moved some of their slots, retries only a pipeline whose commands all
+    // failed alike - the others' MOVED reach the caller, and its slot map stays
+    // on the old node (redis/ioredis#2075, open). Each command alone is
+    // redirected and retried by ioredis. Measured here: sends refused with
+    // `MOVED 140 …` after a Cluster failover (issue #29).
     clusterRetryStrategy: retryStrategy ?? ((attempt) => Math.min(attempt * 100, 2_000)),
     // A failover takes the cluster's node timeout; commands meanwhile wait
     // this long between tries, within their own deadline.
@@ -193,7 +198,7 @@ export function duplicateClient(redis: RedisClient, options: ClientOptions = {})
   const { retryStrategy, enableOfflineQueue, ...perNode } = rest
   return redis.duplicate([], {
     redisOptions: { ...base.redisOptions, ...perNode },
-    enableAutoPipelining,
+    enableAutoPipelining: false,
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
     ...(shardedSubscribers ? { shardedSubscribers: true } : {}),

@@ -45,10 +45,20 @@ interface FollowedTurn {
 }
 
 /** A running send's first frames, and another instance following it from there. */
-async function followed(instances: Instances, sent: RunningSend): Promise<FollowedTurn> {
-  expect({ status: sent.status, refusal: sent.refusal }).toEqual({
+async function followed(
+  instances: Instances,
+  on: Server,
+  sent: RunningSend,
+): Promise<FollowedTurn> {
+  const refused = sent.status !== 200
+  expect({
+    status: sent.status,
+    refusal: sent.refusal,
+    warnings: refused ? warnings(on) : [],
+  }).toEqual({
     status: 200,
     refusal: undefined,
+    warnings: [],
   })
   const frames = completeFrames(sent.stream?.text() ?? '')
   const { token, conversation_id: conversationId } = frameData<{
@@ -61,6 +71,15 @@ async function followed(instances: Instances, sent: RunningSend): Promise<Follow
   const following = await instances.resume(instances.b, token, conversationId, frames.length)
   expect(following.status).toBe(200)
   return { sent, frames, token, conversationId, messageId: added.v.message.id, following }
+}
+
+/** A server's last warnings (its log lines at warn or above): what a failed expectation shows beside it. */
+function warnings(server: Server): string[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => /"level":"(warn|error|fatal)"/.test(line))
+    .slice(-20)
 }
 
 /**
@@ -77,7 +96,7 @@ export async function streamThroughFailover(
     Array.from({ length: LONG_TURNS }, () => startSend(on.base, user())),
   )
   const short = await startSend(on.base, user(), SHORT_MESSAGE, 1)
-  const turns = await Promise.all([...long, short].map((sent) => followed(instances, sent)))
+  const turns = await Promise.all([...long, short].map((sent) => followed(instances, on, sent)))
   const failing = fail(turns.map((turn) => turn.messageId))
 
   // Meanwhile a request that needs the state answers, at worst with a 503, never hangs.
@@ -126,8 +145,10 @@ export async function streamThroughFailover(
       conversation_id: first.conversationId,
     })
   ).text()
-  expect(next).toEndWith('data: [DONE]\n\n')
-  expect(next).toContain('"finish_details":{"type":"stop"}')
+  expect({ next, warnings: next.endsWith('data: [DONE]\n\n') ? [] : warnings(b) }).toEqual({
+    next: expect.stringMatching(/"finish_details":\{"type":"stop"\}[\s\S]*data: \[DONE\]\n\n$/),
+    warnings: [],
+  })
   // The instance the turns ran on lived through it.
   expect(on.proc.exitCode).toBeNull()
 }
