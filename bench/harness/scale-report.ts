@@ -143,10 +143,14 @@ function command(delta: RedisDelta, name: string): number {
   return delta.commands.find((entry) => entry.command === name)?.calls ?? 0
 }
 
-function redisRow(instances: number, scenario: string, delta: RedisDelta, items: number): string {
+function redisRow(
+  instances: number,
+  scenario: string,
+  delta: RedisDelta,
+  items: number,
+  turns: number,
+): string {
   const evalsha = command(delta, 'evalsha')
-  // The log batcher sends one SCRIPT LOAD ahead of every pipeline.
-  const pipelines = command(delta, 'script|load')
   const top = delta.commands
     .slice(0, 6)
     .map(
@@ -159,8 +163,8 @@ function redisRow(instances: number, scenario: string, delta: RedisDelta, items:
     scenario,
     fixed(items),
     fixed(evalsha),
-    fixed(pipelines),
-    pipelines > 0 ? fixed(evalsha / pipelines, 1) : 'n/a',
+    turns > 0 ? fixed(delta.readEvents / turns, 1) : 'n/a',
+    items > 0 ? fixed(delta.readEvents / items, 2) : 'n/a',
     items > 0 ? fixed(delta.totalCommands / items, 2) : 'n/a',
     fixed(delta.cpuSeconds, 1),
     top,
@@ -170,15 +174,31 @@ function redisRow(instances: number, scenario: string, delta: RedisDelta, items:
 function redisTable(steps: ScaleStep[]): string[] {
   const rows = steps.flatMap(({ instances, sendStream, manyStreams }) => [
     ...(sendStream.redis
-      ? [redisRow(instances, 'send + stream', sendStream.redis, sendStream.appendItems)]
+      ? [
+          redisRow(
+            instances,
+            'send + stream',
+            sendStream.redis,
+            sendStream.appendItems,
+            sendStream.completed,
+          ),
+        ]
       : []),
     ...(manyStreams.redis
-      ? [redisRow(instances, 'many streams', manyStreams.redis, manyStreams.appendItems)]
+      ? [
+          redisRow(
+            instances,
+            'many streams',
+            manyStreams.redis,
+            manyStreams.appendItems,
+            manyStreams.completed,
+          ),
+        ]
       : []),
   ])
   if (rows.length === 0) return ['No Redis state: turn logs were in process.']
   return [
-    '| instances | scenario | append items (client-seen) | EVALSHA | pipelines (SCRIPT LOAD) | EVALSHA per pipeline | Redis commands per append item | Redis CPU s | most called (µs per call) |',
+    '| instances | scenario | append items (client-seen) | EVALSHA | Redis round trips (read events) per turn | the same per append item | Redis commands per append item | Redis CPU s | most called (µs per call) |',
     '|--:|---|--:|--:|--:|--:|--:|--:|---|',
     ...rows.map((row) => `| ${row} |`),
   ]
