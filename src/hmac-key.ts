@@ -23,6 +23,19 @@ export function importHs256Key(secret: string): Promise<CryptoKey> {
 const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')
 
 /**
+ * A token's `iat` and `exp` claims (whole seconds): issued at `issuedAt`
+ * (now, in seconds, unless given), good for `seconds`. Spread last into the
+ * claims, where jose's SignJWT wrote them.
+ */
+export function lifetime(
+  seconds: number,
+  issuedAt = Date.now() / 1000,
+): { iat: number; exp: number } {
+  const iat = Math.floor(issuedAt)
+  return { iat, exp: iat + seconds }
+}
+
+/**
  * A signer of HS256 JWTs with secret (its UTF-8 bytes), on the event loop:
  * `claims` are written as given, in their order.
  */

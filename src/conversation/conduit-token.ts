@@ -3,7 +3,7 @@
 // send. This service asks nothing of a send beyond its identity, so the token
 // is only ever handed out; it is signed with the resume-token secret but has
 // no conversation or message claim, so /resume refuses it.
-import { hs256Signer } from '../hmac-key.ts'
+import { hs256Signer, lifetime } from '../hmac-key.ts'
 
 /** How long a conduit token claims to be good for: a client prepares right before it sends. */
 const LIFETIME_SECONDS = 10 * 60
@@ -11,8 +11,5 @@ const LIFETIME_SECONDS = 10 * 60
 /** Signs conduit tokens for a user with `secret`. */
 export function createConduitTokens(secret: string): (userId: string) => string {
   const signed = hs256Signer(secret)
-  return (userId) => {
-    const iat = Math.floor(Date.now() / 1000)
-    return signed({ purpose: 'conduit', sub: userId, iat, exp: iat + LIFETIME_SECONDS })
-  }
+  return (userId) => signed({ purpose: 'conduit', sub: userId, ...lifetime(LIFETIME_SECONDS) })
 }

@@ -4,7 +4,7 @@
 // routes carrying such a token, as S3's carry the store's signature.
 import { jwtVerify } from 'jose'
 import { unauthenticated } from '../errors.ts'
-import { hs256Signer, importHs256Key } from '../hmac-key.ts'
+import { hs256Signer, importHs256Key, lifetime } from '../hmac-key.ts'
 
 export interface FileUrlClaims {
   key: string
@@ -33,15 +33,13 @@ export function createFileUrlTokens(secret: string): FileUrlTokens {
   const signed = hs256Signer(secret)
   return {
     sign(claims, expiresInSeconds) {
-      const iat = Math.floor(Date.now() / 1000)
       return signed({
         k: claims.key,
         m: claims.method,
         ...(claims.maxBytes === undefined ? {} : { n: claims.maxBytes }),
         ...(claims.type === undefined ? {} : { t: claims.type }),
         aud: AUDIENCE,
-        iat,
-        exp: iat + expiresInSeconds,
+        ...lifetime(expiresInSeconds),
       })
     },
     async verify(token, method) {

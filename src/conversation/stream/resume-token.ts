@@ -4,7 +4,7 @@
 // sign); jose verifies them.
 import { jwtVerify } from 'jose'
 import { unauthenticated } from '../../errors.ts'
-import { hs256Signer, importHs256Key } from '../../hmac-key.ts'
+import { hs256Signer, importHs256Key, lifetime } from '../../hmac-key.ts'
 
 export interface ResumeClaims {
   userId: string
@@ -29,15 +29,13 @@ export function createResumeTokens(secret: string): ResumeTokens {
   const key = importHs256Key(secret)
   const signed = hs256Signer(secret)
   return {
-    sign(claims, issuedAt = Date.now() / 1000) {
-      const iat = Math.floor(issuedAt)
+    sign(claims, issuedAt) {
       // The claims in the order jose's SignJWT wrote them.
       return signed({
         conversation_id: claims.conversationId,
         message_id: claims.messageId,
         sub: claims.userId,
-        iat,
-        exp: iat + VALID_FOR_SECONDS,
+        ...lifetime(VALID_FOR_SECONDS, issuedAt),
       })
     },
     async verify(token) {
