@@ -13,6 +13,7 @@ import { RESULTS_DIR, targetTable } from './report.ts'
 import { resultName } from './result-name.ts'
 import type { ScaleStep } from './scale.ts'
 import type { Summary } from './stats.ts'
+import type { StreamSummary } from './stream-summary.ts'
 import type { TimelineSecond } from './streaming.ts'
 import type { TargetCheck } from './targets.ts'
 
@@ -143,14 +144,13 @@ function command(delta: RedisDelta, name: string): number {
   return delta.commands.find((entry) => entry.command === name)?.calls ?? 0
 }
 
-function redisRow(
-  instances: number,
-  scenario: string,
-  delta: RedisDelta,
-  items: number,
-  turns: number,
-): string {
-  const evalsha = command(delta, 'evalsha')
+/** A scenario's Redis counters, with the turns and items they served. */
+type RedisScenario = Pick<StreamSummary, 'appendItems' | 'completed'> & { redis?: RedisDelta }
+
+/** A scenario's row, or none when it had no Redis state. */
+function redisRows(instances: number, scenario: string, run: RedisScenario): string[] {
+  const { redis: delta, appendItems: items, completed: turns } = run
+  if (!delta) return []
   const top = delta.commands
     .slice(0, 6)
     .map(
@@ -158,43 +158,24 @@ function redisRow(
         `${entry.command} ${fixed(entry.calls)} (${fixed(entry.usec / entry.calls, 1)} µs)`,
     )
     .join(', ')
-  return [
+  const row = [
     String(instances),
     scenario,
     fixed(items),
-    fixed(evalsha),
+    fixed(command(delta, 'evalsha')),
     turns > 0 ? fixed(delta.readEvents / turns, 1) : 'n/a',
     items > 0 ? fixed(delta.readEvents / items, 2) : 'n/a',
     items > 0 ? fixed(delta.totalCommands / items, 2) : 'n/a',
     fixed(delta.cpuSeconds, 1),
     top,
   ].join(' | ')
+  return [row]
 }
 
 function redisTable(steps: ScaleStep[]): string[] {
   const rows = steps.flatMap(({ instances, sendStream, manyStreams }) => [
-    ...(sendStream.redis
-      ? [
-          redisRow(
-            instances,
-            'send + stream',
-            sendStream.redis,
-            sendStream.appendItems,
-            sendStream.completed,
-          ),
-        ]
-      : []),
-    ...(manyStreams.redis
-      ? [
-          redisRow(
-            instances,
-            'many streams',
-            manyStreams.redis,
-            manyStreams.appendItems,
-            manyStreams.completed,
-          ),
-        ]
-      : []),
+    ...redisRows(instances, 'send + stream', sendStream),
+    ...redisRows(instances, 'many streams', manyStreams),
   ])
   if (rows.length === 0) return ['No Redis state: turn logs were in process.']
   return [
